@@ -1,0 +1,288 @@
+/**
+ * Ingest benchmark: `npm run bench:ingest -- [--store sqlite|postgres] [--records N] [--batch N]
+ * [--concurrency N] [--port N]`.
+ *
+ * 1. Starts a real server (child process) on the chosen store and posts generated data over HTTP:
+ *    each job posts about --batch records in one POST /traces: sessions of 1–5 traces (created in the
+ *    batch with the `sessions` extension, or with --session-requests each by its own POST /sessions
+ *    first, as the hosted API's clients do) and their traces. Several jobs run at once (--concurrency).
+ * 2. Raw baseline, in the same run: the same rows (same seed) written straight through the store layer
+ *    (multi-row inserts in one transaction per batch; no HTTP, no validation, no derived data) into a
+ *    fresh store.
+ * Prints records/s of both, their ratio, and the server's peak RSS.
+ * PostgreSQL: SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL (a schema is created and dropped).
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadConfig } from '../src/config.ts';
+import { Planner } from '../src/domain/ingest-plan.ts';
+import { parseTracesRequest } from '../src/domain/ingest.ts';
+import type { RecordRow } from '../src/domain/records.ts';
+import { openStore } from '../src/store/db.ts';
+import { ingestStore } from '../src/store/ingest.ts';
+import { migrate } from '../src/store/migrate.ts';
+import { sql } from 'kysely';
+import { DataGen, RECORDS_PER_TRACE, TraceTemplates } from './lib/data.ts';
+import { call, createPgSchema, dropPgSchema, startChildServer } from './lib/server.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    records: { type: 'string', default: '200000' },
+    batch: { type: 'string', default: '1000' },
+    concurrency: { type: 'string', default: '4' },
+    port: { type: 'string', default: '18100' },
+    'skip-raw': { type: 'boolean', default: false },
+    'skip-http': { type: 'boolean', default: false },
+    /**
+     * Create each session with its own POST /sessions (what the hosted API's clients do) instead of
+     * in the batch (`sessions` in POST /traces, a Spanbase extension).
+     */
+    'session-requests': { type: 'boolean', default: false },
+    /** Diagnosis: indexes to drop (comma-separated) before either phase, e.g. the text indexes. */
+    'drop-index': { type: 'string', default: '' },
+  },
+});
+const store = args.store as 'sqlite' | 'postgres';
+const total = Number(args.records);
+const batch = Number(args.batch);
+const concurrency = Number(args.concurrency);
+const port = Number(args.port);
+const pgUrl = process.env.SPANBASE_BENCH_DATABASE_URL ?? process.env.SPANBASE_TEST_DATABASE_URL;
+if (store === 'postgres' && !pgUrl) {
+  console.error('PostgreSQL needs SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL');
+  process.exit(2);
+}
+const SEED = 7;
+
+interface Job {
+  sessions: { body: { name: string; external_id: string }; traces: number }[];
+  records: number;
+}
+
+/** Jobs of about `batch` records: whole sessions (the session record plus 5 records per trace). */
+function* jobs(gen: DataGen): Generator<Job> {
+  let left = total;
+  while (left > 0) {
+    const job: Job = { sessions: [], records: 0 };
+    while (job.records < batch && left - job.records > 0) {
+      const s = gen.session();
+      job.sessions.push({ body: { name: s.name, external_id: s.external_id }, traces: s.traces });
+      job.records += 1 + s.traces * RECORDS_PER_TRACE;
+    }
+    left -= job.records;
+    yield job;
+  }
+}
+
+const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
+const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
+
+const dropIndexes = (args['drop-index'] as string).split(',').filter(Boolean);
+
+/** Migrates a store and drops the indexes named by --drop-index (the server then finds it migrated). */
+async function prepareStore(config: ReturnType<typeof loadConfig>) {
+  const s = openStore(config);
+  await migrate(s);
+  for (const name of dropIndexes) {
+    if (!/^\w+$/.test(name)) throw new Error(`bad index name ${name}`);
+    await sql.raw(`drop index if exists ${name}`).execute(s.db);
+  }
+  return s;
+}
+
+async function httpPhase() {
+  const schema = `bench_${process.pid}_http`;
+  if (store === 'postgres') await createPgSchema(pgUrl as string, schema);
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-bench-ingest-'));
+  if (dropIndexes.length) {
+    const prepared = await prepareStore(
+      loadConfig({
+        SPANBASE_DATA_DIR: dataDir,
+        ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: pgUrl, SPANBASE_PG_SCHEMA: schema } : {}),
+      }),
+    );
+    await prepared.close();
+  }
+  const server = await startChildServer({ port, store, databaseUrl: pgUrl, pgSchema: schema, dataDir });
+  try {
+    const p = await call(server, 'POST', '/v2/projects', { name: `bench-${Date.now()}` });
+    const ls = await call(server, 'POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'bench' });
+    const projectId = p.body.id as string;
+    const logStreamId = ls.body.id as string;
+    const gen = new DataGen(SEED);
+    const templates = new TraceTemplates(256, SEED);
+    const it = jobs(gen);
+    let records = 0;
+    let requests = 0;
+    let bytes = 0;
+    const sampler = setInterval(() => server.peakRss(), 200);
+    const cpu0 = server.cpuMs();
+    const client0 = process.cpuUsage();
+    const started = performance.now();
+    let last = started;
+    const worker = async () => {
+      for (;;) {
+        const next = it.next();
+        if (next.done) return;
+        const job = next.value;
+        const traces: string[] = [];
+        const batchSessions = !args['session-requests'];
+        const created = batchSessions
+          ? job.sessions.map(() => ({ status: 200, body: { id: crypto.randomUUID() } }))
+          : await Promise.all(
+              job.sessions.map((s) =>
+                call(server, 'POST', `/v2/projects/${projectId}/sessions`, {
+                  log_stream_id: logStreamId,
+                  ...s.body,
+                }),
+              ),
+            );
+        if (!batchSessions) requests += created.length;
+        job.sessions.forEach((s, i) => {
+          if (created[i].status !== 200) throw new Error(`session: ${JSON.stringify(created[i].body)}`);
+          for (let t = 0; t < s.traces; t++) traces.push(templates.fill(created[i].body.id));
+        });
+        const sessions = batchSessions
+          ? `"sessions":${JSON.stringify(job.sessions.map((x, i) => ({ id: created[i].body.id, ...x.body })))},`
+          : '';
+        const body = `{"log_stream_id":"${logStreamId}","is_complete":true,${sessions}"traces":[${traces.join(',')}]}`;
+        bytes += body.length;
+        const r = await call(server, 'POST', `/v2/projects/${projectId}/traces`, body);
+        requests++;
+        if (r.status !== 200) throw new Error(`traces: ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
+        records += job.records;
+        const now = performance.now();
+        if (now - last > 5000) {
+          last = now;
+          process.stdout.write(
+            `  … ${records} records, ${rate(records, now - started)}/s, server RSS peak ${mb(server.peakRss())}\n`,
+          );
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+    const ms = performance.now() - started;
+    const serverCpu = server.cpuMs() - cpu0;
+    const c = process.cpuUsage(client0);
+    const clientCpu = (c.user + c.system) / 1000;
+    clearInterval(sampler);
+    const peak = server.peakRss();
+    const check = await call(server, 'GET', `/v2/projects/${projectId}/log_streams/${logStreamId}`);
+    const stored = Number(check.body.num_traces) * RECORDS_PER_TRACE;
+    const sessions = records - stored;
+    return { records, ms, peak, requests, bytes, stored, sessions, serverCpu, clientCpu };
+  } finally {
+    await server.stop();
+    if (store === 'postgres') await dropPgSchema(pgUrl as string, schema);
+    else fs.rmSync(server.dataDir, { recursive: true, force: true });
+  }
+}
+
+async function rawPhase() {
+  const schema = `bench_${process.pid}_raw`;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-raw-'));
+  if (store === 'postgres') await createPgSchema(pgUrl as string, schema);
+  const config = loadConfig({
+    SPANBASE_DATA_DIR: dir,
+    ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: pgUrl, SPANBASE_PG_SCHEMA: schema } : {}),
+  });
+  const s = await prepareStore(config);
+  try {
+    const projectId = crypto.randomUUID();
+    const runId = crypto.randomUUID();
+    const now = Date.now() * 1000;
+    await s.db
+      .insertInto('projects')
+      .values({
+        id: projectId,
+        name: 'raw',
+        type: 'gen_ai',
+        created_by: 'bench',
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    await s.db
+      .insertInto('runs')
+      .values({
+        id: runId,
+        project_id: projectId,
+        kind: 'log_stream',
+        name: 'raw',
+        created_by: 'bench',
+        created_at: now,
+        updated_at: now,
+        num_traces: 0,
+        num_spans: 0,
+        has_user_created_sessions: 0,
+      })
+      .execute();
+    const ingest = ingestStore(s);
+    const gen = new DataGen(SEED);
+    const _templates = new TraceTemplates(256, SEED);
+    let records = 0;
+    let ms = 0;
+    let cpu = 0;
+    for (const job of jobs(gen)) {
+      // Building the rows is not timed: the baseline is the store write alone.
+      const rows: RecordRow[] = [];
+      const planner = new Planner({ projectId, runId, now, existing: new Map() });
+      const traces: any[] = [];
+      for (const sess of job.sessions) {
+        const sid = planner.newSession({
+          name: sess.body.name,
+          externalId: sess.body.external_id,
+          createdAt: now,
+        });
+        for (let t = 0; t < sess.traces; t++) traces.push(gen.trace(sid));
+      }
+      rows.push(...planner.finish().inserts);
+      const req = parseTracesRequest({ log_stream_id: runId, traces }, {}, now);
+      for (const r of req.records) {
+        const trace = req.records[r.traceIndex];
+        rows.push({ ...r.row, project_id: projectId, run_id: runId, session_id: trace.sessionId });
+      }
+      const t0 = performance.now();
+      const c0 = process.cpuUsage();
+      await ingest.insertRaw(rows);
+      const c = process.cpuUsage(c0);
+      cpu += (c.user + c.system) / 1000;
+      ms += performance.now() - t0;
+      records += rows.length;
+    }
+    return { records, ms, cpu };
+  } finally {
+    await s.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    if (store === 'postgres') await dropPgSchema(pgUrl as string, schema);
+  }
+}
+
+console.log(
+  `ingest benchmark: store=${store} records=${total} batch≈${batch} concurrency=${concurrency} (${os.cpus().length} cores)`,
+);
+let http: Awaited<ReturnType<typeof httpPhase>> | null = null;
+if (!args['skip-http']) {
+  http = await httpPhase();
+  console.log(
+    `HTTP:  ${http.records} records (${http.sessions} sessions) in ${(http.ms / 1000).toFixed(1)} s = ${rate(http.records, http.ms)} records/s` +
+      ` · ${http.requests} requests · ${mb(http.bytes)} of JSON · server peak RSS ${mb(http.peak)}`,
+  );
+  console.log(
+    `       server CPU ${((http.serverCpu * 1000) / http.records).toFixed(1)} µs/record, ` +
+      `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record`,
+  );
+}
+if (!args['skip-raw']) {
+  const raw = await rawPhase();
+  console.log(
+    `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only)`,
+  );
+  if (http)
+    console.log(
+      `ratio: HTTP / raw = ${(rate(http.records, http.ms) / rate(raw.records, raw.ms)).toFixed(2)}`,
+    );
+}

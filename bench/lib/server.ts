@@ -1,0 +1,146 @@
+/** A real Spanbase server as a child process, for benchmarks and crash tests. */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+const ROOT = path.resolve(import.meta.dirname, '..', '..');
+
+export interface ServerOptions {
+  port: number;
+  store: 'sqlite' | 'postgres';
+  /** Reuse a data directory (restart after a crash); a new temporary one otherwise. */
+  dataDir?: string;
+  /** PostgreSQL: the server's schema (created by createPgSchema). */
+  pgSchema?: string;
+  databaseUrl?: string;
+  env?: Record<string, string>;
+}
+
+export interface ChildServer {
+  proc: ChildProcess;
+  url: string;
+  dataDir: string;
+  /** The first admin's API key (read from the data directory). */
+  key: string;
+  /** Peak resident set size of the server process so far, in bytes (Linux VmHWM). */
+  peakRss(): number;
+  /** CPU time the server process has used so far (user + system), in milliseconds (Linux). */
+  cpuMs(): number;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function createPgSchema(url: string, schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`create schema ${schema}`);
+  await c.end();
+}
+
+export async function dropPgSchema(url: string, schema: string): Promise<void> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  await c.query(`drop schema if exists ${schema} cascade`);
+  await c.end();
+}
+
+export async function startChildServer(opts: ServerOptions): Promise<ChildServer> {
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-child-'));
+  const env: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    SPANBASE_DATA_DIR: dataDir,
+    SPANBASE_PORT: String(opts.port),
+    SPANBASE_HOST: '127.0.0.1',
+    SPANBASE_LOG_LEVEL: 'warn',
+    SPANBASE_QUIET_BOOTSTRAP: '1',
+    SPANBASE_SCRYPT_COST: '1024',
+    ...(opts.store === 'postgres'
+      ? { SPANBASE_DATABASE_URL: opts.databaseUrl as string, SPANBASE_PG_SCHEMA: opts.pgSchema as string }
+      : {}),
+    ...opts.env,
+  };
+  if (opts.store === 'sqlite') delete env.SPANBASE_DATABASE_URL;
+  const extra = process.env.SPANBASE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', process.env.BENCH_SERVER_STDERR ? 'inherit' : 'pipe'],
+  });
+  let stderr = '';
+  proc.stderr?.on('data', (d) => {
+    stderr += d;
+    if (stderr.length > 20_000) stderr = stderr.slice(-10_000);
+  });
+  const url = `http://127.0.0.1:${opts.port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`server exited (${proc.exitCode}): ${stderr}`);
+    try {
+      const r = await fetch(`${url}/v2/healthcheck`);
+      if (r.ok) break;
+    } catch {}
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`server did not start: ${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const key = fs.readFileSync(path.join(dataDir, 'initial-admin-key'), 'utf8').trim();
+  let peak = 0;
+  const peakRss = () => {
+    try {
+      const status = fs.readFileSync(`/proc/${proc.pid}/status`, 'utf8');
+      const m = /VmHWM:\s+(\d+) kB/.exec(status);
+      if (m) peak = Math.max(peak, Number(m[1]) * 1024);
+    } catch {}
+    return peak;
+  };
+  const ticks = 100; // USER_HZ on Linux
+  const cpuMs = () => {
+    try {
+      const stat = fs.readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
+    } catch {
+      return 0;
+    }
+  };
+  return {
+    proc,
+    url,
+    dataDir,
+    key,
+    peakRss,
+    cpuMs,
+    async stop(signal = 'SIGTERM') {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
+      const done = new Promise<void>((r) => proc.once('exit', () => r()));
+      proc.kill(signal);
+      await done;
+    },
+  };
+}
+
+/** JSON over HTTP with the admin key. */
+export async function call(
+  server: { url: string; key: string },
+  method: string,
+  route: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
+  const r = await fetch(`${server.url}${route}`, {
+    method,
+    headers: {
+      'service-api-key': server.key,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await r.text();
+  let parsed: any = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {}
+  return { status: r.status, body: parsed };
+}

@@ -1,0 +1,590 @@
+/**
+ * Search benchmark: 1,000,000 records (100,000 sessions of 3 traces, each trace with an llm and a tool
+ * span) in one log stream, a fixed query set through the HTTP API of an in-process server (loopback,
+ * port 18200 for SQLite, 18201 for PostgreSQL), each query beside the same SQL run raw in the same
+ * process; p50, p95 and p99. Then the same searches while records are being written, counting write
+ * errors ("database is locked" must never reach a client) and the slowest write.
+ *
+ *   npm run bench:search                          # SQLite
+ *   npm run bench:search -- --store postgres      # PostgreSQL (SPANBASE_BENCH_DATABASE_URL or the test URL)
+ *   npm run bench:search -- --sessions 10000      # smaller data set (records = 10 × sessions)
+ *   npm run bench:search -- --reuse               # keep and reuse the generated data between runs
+ *
+ * The data is written straight into the store in the shape ingestion writes (ingestion itself is
+ * measured by bench:ingest); the text index is then brought up to date and its rate printed.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { loadConfig } from '../src/config.ts';
+import { type Running, startServices } from '../src/server.ts';
+import { type ParsedSearch, TARGET_TYPES, parseSearchBody } from '../src/services/search.ts';
+import type { RecordSearch } from '../src/store/search.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    store: { type: 'string', default: 'sqlite' },
+    sessions: { type: 'string', default: '100000' },
+    iterations: { type: 'string', default: '200' },
+    port: { type: 'string' },
+    reuse: { type: 'boolean', default: false },
+    'database-url': { type: 'string' },
+    'write-seconds': { type: 'string', default: '10' },
+  },
+});
+const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
+const SESSIONS = Number(args.sessions);
+const ITER = Number(args.iterations);
+const PORT = Number(args.port ?? (STORE === 'sqlite' ? 18200 : 18201));
+const DB_URL =
+  args['database-url'] ??
+  process.env.SPANBASE_BENCH_DATABASE_URL ??
+  process.env.SPANBASE_TEST_DATABASE_URL ??
+  'postgres://postgres@127.0.0.1:5432/test';
+const SCHEMA = `bench_search_${SESSIONS}`;
+const DATA_DIR = path.join(os.tmpdir(), `spanbase-bench-search-${STORE}-${SESSIONS}`);
+
+// ---------------------------------------------------------------------------------------------
+// Data
+
+function rng(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+let r = rng(7);
+const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
+const WORDS = (
+  'the a of to and in is that for it as with on be by this are or from at an which have not model prompt ' +
+  'answer customer order invoice shipping account password reset delivery product price discount subscription ' +
+  'cancel upgrade billing error timeout retry latency token context document search query result summary ' +
+  'support ticket agent tool function call weather forecast temperature city booking flight hotel reservation ' +
+  'payment card balance transfer loan interest rate mortgage insurance claim coverage premium deductible warranty'
+).split(' ');
+const sentence = (min: number, max: number) => {
+  const n = int(min, max);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) out.push(pick(WORDS));
+  const s = out.join(' ');
+  return s[0].toUpperCase() + s.slice(1);
+};
+const uuid = () => {
+  const h = () =>
+    Math.floor(r() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0');
+  const a = h() + h() + h() + h();
+  return `${a.slice(0, 8)}-${a.slice(8, 12)}-4${a.slice(13, 16)}-8${a.slice(17, 20)}-${a.slice(20, 32)}`;
+};
+const CUSTOMERS = Array.from({ length: 100 }, (_, i) => `customer-${String(i).padStart(3, '0')}`);
+const TAGS = ['prod', 'beta', 'mobile', 'web', 'vip', 'eu', 'us', 'retry', 'escalated', 'voice'];
+const MODELS = ['gpt-4o', 'gpt-4o-mini', 'claude-3-5-sonnet', 'llama-3-70b'];
+
+type Row = Record<string, unknown>;
+
+/** One session with its 3 traces, each with an llm and a tool span: 10 records. */
+function sessionRows(projectId: string, runId: string, t0: number): Row[] {
+  const rows: Row[] = [];
+  const sessionId = uuid();
+  const meta = {
+    customer: pick(CUSTOMERS),
+    plan: r() < 0.3 ? 'pro' : 'free',
+    region: pick(['eu', 'us', 'ap']),
+  };
+  const tags = TAGS.filter(() => r() < 0.15);
+  const base = (type: string, id: string, createdAt: number): Row => ({
+    id,
+    project_id: projectId,
+    run_id: runId,
+    type,
+    session_id: sessionId,
+    trace_id: null,
+    parent_id: null,
+    name: '',
+    created_at: createdAt,
+    updated_at: createdAt,
+    is_complete: r() < 0.97 ? 1 : 0,
+    status_code: null,
+    duration_ns: null,
+    num_input_tokens: null,
+    num_output_tokens: null,
+    num_total_tokens: null,
+    num_cache_read_input_tokens: null,
+    num_cache_creation_input_tokens: null,
+    time_to_first_token_ns: null,
+    model: null,
+    external_id: null,
+    error_message: null,
+    num_children: 0,
+    metrics: null,
+    user_metadata: null,
+    dataset_metadata: null,
+    tags: null,
+    body: null,
+    input_text: null,
+    output_text: null,
+  });
+  const traces: Row[] = [];
+  let t = t0;
+  for (let k = 0; k < 3; k++) {
+    const traceId = uuid();
+    // About 1% of questions mention the refund policy (the benchmark's text search).
+    const question = `${sentence(15, 40)}${r() < 0.01 ? ' What is your Refund Policy for this?' : '?'}`;
+    const answer = sentence(25, 70);
+    const inTok = int(200, 2000);
+    const outTok = int(20, 800);
+    const dur = int(200, 8000) * 1_000_000;
+    const trace = {
+      ...base('trace', traceId, t),
+      trace_id: traceId,
+      name: pick(['chat', 'checkout', 'support', 'search']),
+      status_code: r() < 0.98 ? 200 : 500,
+      duration_ns: dur,
+      num_input_tokens: inTok,
+      num_output_tokens: outTok,
+      num_total_tokens: inTok + outTok,
+      user_metadata: JSON.stringify(meta),
+      tags: JSON.stringify(tags),
+      input_text: question,
+      output_text: answer,
+      num_children: 2,
+    };
+    const llm = {
+      ...base('llm', uuid(), t + 1000),
+      trace_id: traceId,
+      parent_id: traceId,
+      name: 'llm',
+      model: pick(MODELS),
+      status_code: 200,
+      duration_ns: dur - 100_000_000,
+      num_input_tokens: inTok,
+      num_output_tokens: outTok,
+      num_total_tokens: inTok + outTok,
+      time_to_first_token_ns: int(50, 900) * 1_000_000,
+      metrics: JSON.stringify({ cost_usd: Math.round(r() * 10000) / 100000 }),
+      input_text: `You are a helpful assistant.\n${question}`,
+      output_text: answer,
+    };
+    const tool = {
+      ...base('tool', uuid(), t + 2000),
+      trace_id: traceId,
+      parent_id: traceId,
+      name: pick(['lookup_order', 'get_weather', 'search_docs', 'create_ticket']),
+      status_code: 200,
+      duration_ns: int(5, 500) * 1_000_000,
+      input_text: `{"query": "${sentence(3, 8)}"}`,
+      output_text: sentence(10, 30),
+    };
+    traces.push(trace);
+    rows.push(trace, llm, tool);
+    t += dur / 1000 + int(1, 120) * 1_000_000;
+  }
+  const sum = (k: string) => traces.reduce((a, x) => a + (x[k] as number), 0);
+  rows.unshift({
+    ...base('session', sessionId, t0),
+    name: `session ${sessionId.slice(0, 8)}`,
+    external_id: r() < 0.5 ? `ext-${sessionId.slice(0, 12)}` : null,
+    updated_at: traces[2].created_at,
+    duration_ns: (traces[2].created_at as number) * 1000 + (traces[2].duration_ns as number) - t0 * 1000,
+    num_input_tokens: sum('num_input_tokens'),
+    num_output_tokens: sum('num_output_tokens'),
+    num_total_tokens: sum('num_total_tokens'),
+    user_metadata: JSON.stringify(meta),
+    tags: JSON.stringify(tags),
+    input_text: traces[0].input_text,
+    output_text: traces[2].output_text,
+    num_children: 3,
+  });
+  return rows;
+}
+
+const COLUMNS = Object.keys(sessionRows('p', 'r', 0)[0]);
+
+async function load(running: Running, projectId: string, runId: string): Promise<void> {
+  const { store } = running.services;
+  const t0 = Date.UTC(2025, 0, 1) * 1000;
+  const started = performance.now();
+  let written = 0;
+  if (store.dialect === 'sqlite') {
+    const h = store.sqlite!;
+    const ins = h.prepare(
+      `insert into records (${COLUMNS.join(', ')}) values (${COLUMNS.map((c) => `@${c}`).join(', ')})`,
+    );
+    const batch = h.transaction((rows: Row[]) => {
+      for (const row of rows) ins.run(row);
+    });
+    for (let s = 0; s < SESSIONS; s += 1000) {
+      const rows: Row[] = [];
+      for (let k = s; k < Math.min(SESSIONS, s + 1000); k++)
+        rows.push(...sessionRows(projectId, runId, t0 + k * 8_000_000));
+      batch(rows);
+      written += rows.length;
+      if (s % 20000 === 0) process.stdout.write(`\r  loading ${written} records`);
+    }
+  } else {
+    const pool = store.pool!;
+    for (let s = 0; s < SESSIONS; s += 50) {
+      const rows: Row[] = [];
+      for (let k = s; k < Math.min(SESSIONS, s + 50); k++)
+        rows.push(...sessionRows(projectId, runId, t0 + k * 8_000_000));
+      const params: unknown[] = [];
+      const tuples = rows.map((row) => `(${COLUMNS.map((c) => `$${params.push(row[c])}`).join(', ')})`);
+      await pool.query(`insert into records (${COLUMNS.join(', ')}) values ${tuples.join(', ')}`, params);
+      written += rows.length;
+      if (s % 5000 === 0) process.stdout.write(`\r  loading ${written} records`);
+    }
+    await pool.query('analyze records');
+  }
+  const secs = (performance.now() - started) / 1000;
+  console.log(
+    `\r  loaded ${written} records in ${secs.toFixed(1)} s (${Math.round(written / secs)} records/s)`,
+  );
+  const entries = [
+    ['metrics/cost_usd', 'llm', 'floating_point'],
+    ['user_metadata/customer', 'session', 'text'],
+    ['user_metadata/plan', 'session', 'text'],
+    ['user_metadata/region', 'session', 'text'],
+    ['user_metadata/customer', 'trace', 'text'],
+    ['user_metadata/plan', 'trace', 'text'],
+    ['user_metadata/region', 'trace', 'text'],
+  ];
+  await store.db
+    .insertInto('column_catalogue')
+    .values(
+      entries.map(([column_id, record_type, data_type]) => ({
+        run_id: runId,
+        column_id,
+        record_type,
+        data_type,
+        first_seen: t0,
+        last_seen: t0 + SESSIONS * 8_000_000,
+      })),
+    )
+    .execute();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+const leaf = (column_id: string, operator: string, value: unknown, type: string, extra: Row = {}) => ({
+  filter: { column_id, operator, value, type, ...extra },
+});
+const QUERIES: { name: string; body: Row; target?: 'sessions'; columns?: boolean; limitMs: number }[] = [
+  { name: 'no filter', body: {}, limitMs: 50 },
+  {
+    name: 'user_metadata equality',
+    body: {
+      filters: [{ column_id: 'user_metadata/customer', operator: 'eq', value: 'customer-042', type: 'text' }],
+    },
+    limitMs: 50,
+  },
+  {
+    name: 'token range',
+    body: {
+      filters: [
+        { column_id: 'metrics/num_input_tokens', operator: 'between', value: [3000, 3300], type: 'number' },
+      ],
+    },
+    limitMs: 50,
+  },
+  {
+    name: 'contains (case-insensitive)',
+    body: {
+      filters: [
+        {
+          column_id: 'input',
+          operator: 'contains',
+          value: 'refund policy',
+          type: 'text',
+          case_sensitive: false,
+        },
+      ],
+    },
+    limitMs: 150,
+  },
+  {
+    name: 'tree of six leaves',
+    body: {
+      filter_tree: {
+        and: [
+          {
+            or: [
+              leaf('user_metadata/plan', 'eq', 'pro', 'text'),
+              leaf('metrics/num_total_tokens', 'gt', 5000, 'number'),
+            ],
+          },
+          { not: leaf('tags', 'contains', 'beta', 'collection') },
+          {
+            or: [
+              leaf('user_metadata/region', 'one_of', ['eu', 'ap'], 'text'),
+              leaf('is_complete', 'eq', false, 'boolean'),
+              leaf('metrics/duration_ns', 'lt', 10_000_000_000, 'number'),
+            ],
+          },
+        ],
+      },
+    },
+    limitMs: 50,
+  },
+  {
+    name: 'sort metrics/duration_ns',
+    body: { sort: { name: 'metrics/duration_ns', ascending: false } },
+    limitMs: 50,
+  },
+  { name: 'page at 10,000', body: { starting_token: 10_000, limit: 100 }, limitMs: 150 },
+  { name: 'available columns', body: {}, columns: true, limitMs: 20 },
+];
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+const stats = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p95: percentile(s, 95), p99: percentile(s, 99) };
+};
+const fmt = (x: number) => (x < 10 ? x.toFixed(2) : x.toFixed(1)).padStart(7);
+
+/** Times two ways of running a query, alternating them so that both see the same machine load. */
+async function timePair(
+  n: number,
+  f: () => Promise<unknown>,
+  g: () => Promise<unknown>,
+): Promise<[number[], number[]]> {
+  for (let i = 0; i < Math.min(5, n); i++) {
+    await f();
+    await g();
+  }
+  const a: number[] = [];
+  const b: number[] = [];
+  const deadline = performance.now() + 60_000;
+  for (let i = 0; i < n && performance.now() < deadline; i++) {
+    let t = performance.now();
+    await f();
+    a.push(performance.now() - t);
+    t = performance.now();
+    await g();
+    b.push(performance.now() - t);
+  }
+  return [a, b];
+}
+
+/** The page query of a search body, run without the service, HTTP or reader threads. */
+function rawRunner(running: Running, projectId: string, runId: string, body: Row): () => Promise<unknown> {
+  const { store, search } = running.services;
+  const parsed: ParsedSearch = parseSearchBody(body as any);
+  const q: RecordSearch = {
+    projectId,
+    runId,
+    types: TARGET_TYPES.sessions,
+    tree: parsed.tree,
+    sort: parsed.sort,
+    offset: parsed.startingToken,
+    limit: parsed.limit + 1,
+  };
+  if (store.dialect === 'postgres') {
+    const compiled = search.repo.pageQuery(store.db, q).compile();
+    return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
+  }
+  const h = store.sqlite!;
+  const rows = h.prepare(
+    'select *, rowid as __rid from records where rowid in (select value from json_each(?))',
+  );
+  // The same statements the search runs, in one read transaction: text candidates, the page's rowids,
+  // then its rows.
+  return async () => {
+    const candidates = await search.repo.textCandidates(store.db, q.tree, q.types);
+    const compiled = search.repo.rowidQuery(store.db, q, candidates).compile();
+    const page = h.prepare(compiled.sql).pluck();
+    return h.transaction(() => {
+      const rowids = page.all(...(compiled.parameters as unknown[])) as number[];
+      const got = rows.all(JSON.stringify(rowids)) as { __rid: number }[];
+      const byRowid = new Map(got.map((r) => [r.__rid, r]));
+      return rowids.map((rid) => byRowid.get(rid));
+    })();
+  };
+}
+
+/** The SQL behind available columns, raw. */
+function rawColumns(running: Running, runId: string): () => Promise<unknown> {
+  const { store } = running.services;
+  const catalogue =
+    'select distinct column_id, record_type, data_type from column_catalogue where run_id = $1 order by column_id';
+  const present = 'select 1 from records where type = $1 and run_id = $2 limit 1';
+  if (store.dialect === 'postgres') {
+    return async () => {
+      await store.pool!.query(catalogue, [runId]);
+      await store.pool!.query(present, ['session', runId]);
+    };
+  }
+  const a = store.sqlite!.prepare(catalogue.replace('$1', '?'));
+  const b = store.sqlite!.prepare(present.replace('$1', '?').replace('$2', '?'));
+  return async () => {
+    a.all(runId);
+    b.get('session', runId);
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main() {
+  const fresh = !args.reuse || !fs.existsSync(path.join(DATA_DIR, 'bench-ready.json'));
+  if (fresh) fs.rmSync(DATA_DIR, { recursive: true, force: true });
+  fs.mkdirSync(DATA_DIR, { recursive: true });
+  if (STORE === 'postgres') {
+    const c = new pg.Client({ connectionString: DB_URL });
+    await c.connect();
+    if (fresh) await c.query(`drop schema if exists ${SCHEMA} cascade`);
+    await c.query(`create schema if not exists ${SCHEMA}`);
+    await c.end();
+  }
+  const config = loadConfig({
+    SPANBASE_DATA_DIR: DATA_DIR,
+    SPANBASE_LOG_LEVEL: 'warn',
+    SPANBASE_QUIET_BOOTSTRAP: '1',
+    SPANBASE_SCRYPT_COST: '1024',
+    SPANBASE_PORT: String(PORT),
+    ...(STORE === 'postgres' ? { SPANBASE_DATABASE_URL: DB_URL, SPANBASE_PG_SCHEMA: SCHEMA } : {}),
+  });
+  const running = await startServices(config, { logger: false });
+  await running.app.listen({ port: PORT, host: '127.0.0.1' });
+  const key = fs.readFileSync(path.join(DATA_DIR, 'initial-admin-key'), 'utf8').trim();
+  const base = `http://127.0.0.1:${PORT}`;
+  const call = async (method: string, url: string, body?: unknown, retried = false): Promise<any> => {
+    const res = await fetch(base + url, {
+      method,
+      headers: { 'service-api-key': key, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    }).catch((err) => {
+      // A kept-alive connection the server closed while idle (after loading): once more.
+      if (retried) throw err;
+      return null;
+    });
+    if (res === null) return call(method, url, body, true);
+    const json = (await res.json()) as any;
+    if (res.status !== 200) throw new Error(`${method} ${url} → ${res.status} ${JSON.stringify(json)}`);
+    return json;
+  };
+
+  console.log(`search benchmark [${STORE}], ${SESSIONS * 10} records (${SESSIONS} sessions), port ${PORT}`);
+  let projectId: string;
+  let runId: string;
+  if (fresh) {
+    projectId = (await call('POST', '/v2/projects', { name: 'bench-search' })).id;
+    runId = (await call('POST', `/v2/projects/${projectId}/log_streams`, { name: 'prod' })).id;
+    await load(running, projectId, runId);
+    const { indexer } = running.services.search;
+    if (indexer.enabled) {
+      await indexer.stop();
+      const pending = await indexer.pending();
+      const t = performance.now();
+      await indexer.drain();
+      const secs = (performance.now() - t) / 1000;
+      console.log(
+        `  text index: ${pending} records in ${secs.toFixed(1)} s (${Math.round(pending / secs)} records/s)`,
+      );
+      indexer.start();
+    }
+    fs.writeFileSync(path.join(DATA_DIR, 'bench-ready.json'), JSON.stringify({ projectId, runId }));
+  } else {
+    ({ projectId, runId } = JSON.parse(fs.readFileSync(path.join(DATA_DIR, 'bench-ready.json'), 'utf8')));
+    console.log('  reusing the data set in', DATA_DIR);
+  }
+
+  const scope = { log_stream_id: runId };
+  console.log(
+    `\n  ${'query'.padEnd(30)} ${'API p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'raw p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ API/raw p50  p95 │ rows │ p95 target`,
+  );
+  const results: Row[] = [];
+  for (const q of QUERIES) {
+    const url = `/v2/projects/${projectId}/sessions/${q.columns ? 'available_columns' : 'search'}`;
+    let rows = 0;
+    const [api, raw] = await timePair(
+      ITER,
+      async () => {
+        const out = await call('POST', url, { ...scope, ...q.body });
+        rows = q.columns ? out.columns.length : out.num_rows;
+      },
+      q.columns ? rawColumns(running, runId) : rawRunner(running, projectId, runId, q.body),
+    );
+    const a = stats(api);
+    const b = stats(raw);
+    const limit = STORE === 'postgres' ? 2 * q.limitMs : q.limitMs;
+    const ok = a.p95 <= limit;
+    console.log(
+      `  ${q.name.padEnd(30)} ${fmt(a.p50)} ${fmt(a.p95)} ${fmt(a.p99)} │ ${fmt(b.p50)} ${fmt(b.p95)} ${fmt(b.p99)} │ ${(a.p50 / b.p50).toFixed(2).padStart(10)} ${(a.p95 / b.p95).toFixed(2).padStart(4)} │ ${String(rows).padStart(4)} │ ≤ ${limit} ms ${ok ? 'met' : 'MISSED'}`,
+    );
+    results.push({ query: q.name, api: a, raw: b, rows, limitMs: limit, ok });
+  }
+
+  // Searches while records are written: writes must never fail and should not wait long.
+  const seconds = Number(args['write-seconds']);
+  if (seconds > 0) {
+    const { store } = running.services;
+    let writes = 0;
+    let writeErrors = 0;
+    let locked = 0;
+    let slowest = 0;
+    let searches = 0;
+    const stopAt = performance.now() + seconds * 1000;
+    r = rng(Date.now() % 1_000_000_007); // new ids
+    const t0 = Date.UTC(2026, 0, 1) * 1000;
+    let k = 0;
+    const writer = async () => {
+      while (performance.now() < stopAt) {
+        const rows = sessionRows(projectId, runId, t0 + k++ * 1000);
+        const t = performance.now();
+        try {
+          await store.db.transaction().execute(async (trx) => {
+            await trx
+              .insertInto('records')
+              .values(rows as any)
+              .execute();
+          });
+          writes += rows.length;
+        } catch (err) {
+          writeErrors++;
+          if (/locked|busy/i.test(String((err as Error).message))) locked++;
+        }
+        slowest = Math.max(slowest, performance.now() - t);
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    };
+    const searcher = async () => {
+      while (performance.now() < stopAt) {
+        for (const q of QUERIES.filter((x) => !x.columns)) {
+          await call('POST', `/v2/projects/${projectId}/sessions/search`, { ...scope, ...q.body });
+          searches++;
+        }
+      }
+    };
+    await Promise.all([writer(), searcher(), searcher()]);
+    console.log(
+      `\n  during ${seconds} s of writes: ${writes} records written, ${writeErrors} write errors (${locked} "locked"), slowest write ${slowest.toFixed(1)} ms; ${searches} searches`,
+    );
+    results.push({ writes, writeErrors, locked, slowestWriteMs: slowest, searches });
+  }
+  fs.writeFileSync(path.join(DATA_DIR, 'bench-results.json'), JSON.stringify(results, null, 2));
+  await running.close();
+  if (!args.reuse) {
+    fs.rmSync(DATA_DIR, { recursive: true, force: true });
+    if (STORE === 'postgres') {
+      const c = new pg.Client({ connectionString: DB_URL });
+      await c.connect();
+      await c.query(`drop schema if exists ${SCHEMA} cascade`);
+      await c.end();
+    }
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,79 @@
+import path from 'node:path';
+
+/** Typed configuration, read once from SPANBASE_* environment variables. */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** postgres://... selects PostgreSQL; absent means embedded SQLite in dataDir. */
+  databaseUrl: string | null;
+  /** Extra PostgreSQL connection options (tests use a schema per run). */
+  pgSearchPath: string | null;
+  bodyLimitBytes: number;
+  tokenTtlSeconds: number;
+  /** 32-byte key (hex or base64) for tokens and secret encryption; generated into dataDir when absent. */
+  secretKey: string | null;
+  logLevel: string;
+  /** scrypt cost parameter N (power of two). */
+  scryptCost: number;
+  adminEmail: string;
+  adminPassword: string | null;
+  /** Print the first admin key to stdout on bootstrap (off in tests). */
+  announceBootstrap: boolean;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const databaseUrl = env.SPANBASE_DATABASE_URL || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('SPANBASE_DATABASE_URL must start with postgres:// or postgresql://');
+  }
+  const logLevel = env.SPANBASE_LOG_LEVEL || 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`SPANBASE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
+  }
+  const scryptCost = intVar(env, 'SPANBASE_SCRYPT_COST', 32768, 1024, 1048576);
+  if ((scryptCost & (scryptCost - 1)) !== 0)
+    throw new ConfigError('SPANBASE_SCRYPT_COST must be a power of two');
+  const secretKey = env.SPANBASE_SECRET_KEY || null;
+  if (secretKey !== null && decodeKey(secretKey) === null) {
+    throw new ConfigError('SPANBASE_SECRET_KEY must be 32 bytes as 64 hex characters or base64');
+  }
+  const adminEmail = env.SPANBASE_ADMIN_EMAIL || 'admin@localhost';
+  return {
+    port: intVar(env, 'SPANBASE_PORT', 8088, 0, 65535),
+    host: env.SPANBASE_HOST || '127.0.0.1',
+    dataDir: path.resolve(env.SPANBASE_DATA_DIR || './data'),
+    databaseUrl,
+    pgSearchPath: env.SPANBASE_PG_SCHEMA || null,
+    bodyLimitBytes: intVar(env, 'SPANBASE_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    tokenTtlSeconds: intVar(env, 'SPANBASE_TOKEN_TTL_SECONDS', 24 * 3600, 60, 365 * 24 * 3600),
+    secretKey,
+    logLevel,
+    scryptCost,
+    adminEmail,
+    adminPassword: env.SPANBASE_ADMIN_PASSWORD || null,
+    announceBootstrap: env.SPANBASE_QUIET_BOOTSTRAP !== '1',
+  };
+}
+
+/** A 32-byte key from 64 hex characters or base64; null when it is neither. */
+export function decodeKey(text: string): Buffer | null {
+  if (/^[0-9a-fA-F]{64}$/.test(text)) return Buffer.from(text, 'hex');
+  const b = Buffer.from(text, 'base64');
+  return b.length === 32 ? b : null;
+}

@@ -1,0 +1,35 @@
+import type { FastifyInstance } from 'fastify';
+import compatRoutes from './compat.ts';
+import dashboardRoutes from './dashboards.ts';
+import docsRoutes from './docs.ts';
+import healthRoutes from './health.ts';
+import insightRoutes from './insights.ts';
+import integrationRoutes from './integrations.ts';
+import otelRoutes from './otel.ts';
+import projectRoutes from './projects.ts';
+import recordRoutes from './records.ts';
+import runRoutes from './runs.ts';
+import searchRoutes from './search.ts';
+import signalsRoutes from './signals.ts';
+import userRoutes from './users.ts';
+
+/** Every route group; each file owns one resource group. */
+export async function registerRoutes(app: FastifyInstance): Promise<void> {
+  for (const plugin of [
+    healthRoutes,
+    userRoutes,
+    projectRoutes,
+    runRoutes,
+    recordRoutes,
+    searchRoutes,
+    dashboardRoutes,
+    insightRoutes,
+    integrationRoutes,
+    signalsRoutes,
+    otelRoutes,
+    compatRoutes,
+    docsRoutes,
+  ]) {
+    await app.register(plugin);
+  }
+}

@@ -1,0 +1,65 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { Role } from '../../domain/roles.ts';
+import { ProjectParams, withErrors } from '../../schemas/common.ts';
+import { CreateProject, ListProjectsQuery, Project, ShareProject } from '../../schemas/projects.ts';
+
+export default async function projectRoutes(app: FastifyInstance) {
+  const { projects } = app.services;
+  type P = { project_id: string };
+
+  app.post<{ Body: { name: string; type?: string } }>(
+    '/v2/projects',
+    { schema: { tags: ['projects'], body: CreateProject, response: withErrors({ 200: Project }) } },
+    async (req) => projects.create(req.caller, req.body),
+  );
+  app.get<{ Querystring: { project_name?: string; type?: string } }>(
+    '/v2/projects',
+    {
+      schema: {
+        tags: ['projects'],
+        querystring: ListProjectsQuery,
+        response: withErrors({ 200: Type.Array(Project) }),
+      },
+    },
+    async (req) => projects.list(req.caller, { name: req.query.project_name, type: req.query.type }),
+  );
+  app.get<{ Params: P }>(
+    '/v2/projects/:project_id',
+    { schema: { tags: ['projects'], params: ProjectParams, response: withErrors({ 200: Project }) } },
+    async (req) => projects.get(req.caller, req.params.project_id),
+  );
+  app.delete<{ Params: P }>(
+    '/v2/projects/:project_id',
+    {
+      schema: {
+        tags: ['projects'],
+        params: ProjectParams,
+        response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
+      },
+    },
+    async (req) => {
+      await projects.delete(req.caller, req.params.project_id);
+      return { message: 'Project deleted' };
+    },
+  );
+  app.post<{ Params: P; Body: { user_id?: string; group_id?: string; role: Role } }>(
+    '/v2/projects/:project_id/collaborators',
+    {
+      schema: {
+        tags: ['projects'],
+        params: ProjectParams,
+        body: ShareProject,
+        response: withErrors({
+          200: Type.Object({
+            project_id: Type.String(),
+            user_id: Type.Union([Type.String(), Type.Null()]),
+            group_id: Type.Union([Type.String(), Type.Null()]),
+            role: Type.String(),
+          }),
+        }),
+      },
+    },
+    async (req) => projects.share(req.caller, req.params.project_id, req.body, req.body.role),
+  );
+}

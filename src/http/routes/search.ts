@@ -1,0 +1,60 @@
+import type { FastifyInstance, FastifySchemaCompiler } from 'fastify';
+import { ProjectParams, withErrors } from '../../schemas/common.ts';
+import {
+  AvailableColumns,
+  AvailableColumnsBody,
+  SearchRecordsBody,
+  SearchRecordsPage,
+  forAjv,
+} from '../../schemas/search.ts';
+import type { ColumnsBody, SearchBody, SearchTarget } from '../../services/search.ts';
+import { validatorCompiler } from '../validation.ts';
+
+/** Filters, filter trees and sorts are documented in the schema but validated in code (exact locs). */
+const compileOpenedUp: FastifySchemaCompiler<any> = (route) =>
+  validatorCompiler({ ...route, schema: route.httpPart === 'body' ? forAjv(route.schema) : route.schema });
+
+const SUMMARY: Record<SearchTarget, string> = {
+  sessions: 'Query sessions',
+  traces: 'Query traces',
+  spans: 'Query spans',
+};
+
+export default async function searchRoutes(app: FastifyInstance) {
+  const { search } = app.services;
+  type P = { project_id: string };
+
+  // The trigram indexer (SQLite) runs while the app is up; reader threads stop with it.
+  app.addHook('onReady', async () => search.start());
+  app.addHook('onClose', async () => search.close());
+
+  for (const target of ['sessions', 'traces', 'spans'] as SearchTarget[]) {
+    app.post<{ Params: P; Body: SearchBody }>(
+      `/v2/projects/:project_id/${target}/search`,
+      {
+        schema: {
+          tags: ['search'],
+          summary: SUMMARY[target],
+          params: ProjectParams,
+          body: SearchRecordsBody,
+          response: withErrors({ 200: SearchRecordsPage }),
+        },
+        validatorCompiler: compileOpenedUp,
+      },
+      async (req) => search.search(req.caller, req.params.project_id, target, req.body),
+    );
+    app.post<{ Params: P; Body: ColumnsBody }>(
+      `/v2/projects/:project_id/${target}/available_columns`,
+      {
+        schema: {
+          tags: ['search'],
+          summary: `Columns of ${target}`,
+          params: ProjectParams,
+          body: AvailableColumnsBody,
+          response: withErrors({ 200: AvailableColumns }),
+        },
+      },
+      async (req) => search.availableColumns(req.caller, req.params.project_id, target, req.body),
+    );
+  }
+}

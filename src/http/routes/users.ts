@@ -1,0 +1,153 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { Uuid, withErrors } from '../../schemas/common.ts';
+import {
+  AddMembers,
+  ApiKey,
+  ApiKeyLogin,
+  CreateApiKey,
+  CreateGroup,
+  CreatedApiKey,
+  CreateUser,
+  Group,
+  LoginForm,
+  Token,
+  User,
+} from '../../schemas/users.ts';
+
+export default async function userRoutes(app: FastifyInstance) {
+  const { auth, users } = app.services;
+
+  for (const url of ['/login', '/v2/login']) {
+    app.post<{ Body: { username: string; password: string } }>(
+      url,
+      {
+        config: { public: true },
+        schema: {
+          tags: ['auth'],
+          security: [],
+          consumes: ['application/x-www-form-urlencoded'],
+          body: LoginForm,
+          response: withErrors({ 200: Token }),
+        },
+      },
+      async (req) => {
+        const user = await auth.loginWithPassword(req.body.username, req.body.password, req.ip);
+        return auth.issueToken(user.id);
+      },
+    );
+  }
+
+  app.post<{ Body: { api_key: string } }>(
+    '/v2/login/api_key',
+    {
+      config: { public: true },
+      schema: { tags: ['auth'], security: [], body: ApiKeyLogin, response: withErrors({ 200: Token }) },
+    },
+    async (req) => {
+      const user = await auth.loginWithApiKey(req.body.api_key, req.ip);
+      return auth.issueToken(user.id);
+    },
+  );
+
+  app.get(
+    '/v2/current_user',
+    { schema: { tags: ['users'], response: withErrors({ 200: User }) } },
+    async (req) => users.get(req.caller, req.caller.id),
+  );
+
+  app.post<{ Body: any }>(
+    '/v2/users',
+    { schema: { tags: ['users'], body: CreateUser, response: withErrors({ 200: User }) } },
+    async (req) => users.create(req.caller, req.body as any),
+  );
+  app.get(
+    '/v2/users',
+    { schema: { tags: ['users'], response: withErrors({ 200: Type.Array(User) }) } },
+    async (req) => users.list(req.caller),
+  );
+  app.get<{ Params: { user_id: string } }>(
+    '/v2/users/:user_id',
+    {
+      schema: {
+        tags: ['users'],
+        params: Type.Object({ user_id: Uuid }),
+        response: withErrors({ 200: User }),
+      },
+    },
+    async (req) => users.get(req.caller, req.params.user_id),
+  );
+
+  app.post<{ Body: { description?: string; expires_at?: string | null } }>(
+    '/v2/users/api_keys',
+    { schema: { tags: ['api_keys'], body: CreateApiKey, response: withErrors({ 200: CreatedApiKey }) } },
+    async (req) => auth.createApiKey(req.caller.id, req.body.description ?? '', req.body.expires_at),
+  );
+  app.get(
+    '/v2/users/api_keys',
+    { schema: { tags: ['api_keys'], response: withErrors({ 200: Type.Array(ApiKey) }) } },
+    async (req) => auth.listApiKeys(req.caller.id),
+  );
+  app.delete<{ Params: { api_key_id: string } }>(
+    '/v2/users/api_keys/:api_key_id',
+    {
+      schema: {
+        tags: ['api_keys'],
+        params: Type.Object({ api_key_id: Uuid }),
+        response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
+      },
+    },
+    async (req) => {
+      await auth.revokeApiKey(req.caller.id, req.params.api_key_id);
+      return { message: 'API key revoked' };
+    },
+  );
+
+  app.post<{ Body: { name: string; description?: string | null } }>(
+    '/v2/groups',
+    { schema: { tags: ['groups'], body: CreateGroup, response: withErrors({ 200: Group }) } },
+    async (req) => users.createGroup(req.caller, req.body),
+  );
+  app.get(
+    '/v2/groups',
+    { schema: { tags: ['groups'], response: withErrors({ 200: Type.Array(Group) }) } },
+    async (req) => users.listGroups(req.caller),
+  );
+  const GroupParams = Type.Object({ group_id: Uuid });
+  app.post<{ Params: { group_id: string }; Body: { user_id: string }[] }>(
+    '/v2/groups/:group_id/members',
+    {
+      schema: {
+        tags: ['groups'],
+        params: GroupParams,
+        body: AddMembers,
+        response: withErrors({ 200: Type.Array(User) }),
+      },
+    },
+    async (req) =>
+      users.addMembers(
+        req.caller,
+        req.params.group_id,
+        req.body.map((m) => m.user_id),
+      ),
+  );
+  app.get<{ Params: { group_id: string } }>(
+    '/v2/groups/:group_id/members',
+    { schema: { tags: ['groups'], params: GroupParams, response: withErrors({ 200: Type.Array(User) }) } },
+    async (req) => users.members(req.caller, req.params.group_id),
+  );
+  app.delete<{ Params: { group_id: string; user_id: string } }>(
+    '/v2/groups/:group_id/members/:user_id',
+    {
+      schema: {
+        tags: ['groups'],
+        params: Type.Object({ group_id: Uuid, user_id: Uuid }),
+        response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
+      },
+    },
+    async (req) => {
+      await users.removeMember(req.caller, req.params.group_id, req.params.user_id);
+      return { message: 'Member removed' };
+    },
+  );
+}

@@ -1,0 +1,209 @@
+import { Ajv, type ErrorObject } from 'ajv';
+import formatsPlugin from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { ErrorItem, Loc } from '../domain/errors.ts';
+
+/**
+ * Two validators: bodies are checked without type coercion (a union such as `string | number` must
+ * keep the client's type), while path and query strings are coerced from text.
+ */
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    coerceTypes: coerce ? 'array' : false,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: false,
+    discriminator: true,
+  });
+  // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+  ((formatsPlugin as any).default ?? formatsPlugin)(ajv);
+  return ajv;
+}
+
+const bodyAjv = makeAjv(false);
+const textAjv = makeAjv(true);
+
+/**
+ * Closes two gaps of JSON Schema as Ajv applies it, for every request schema of every route:
+ * - `discriminator` is an object-only keyword, so a discriminated union without `type: 'object'`
+ *   lets any string, number or array through (found by fuzzing: `"sort": "x"` reached SQL).
+ * - `integer` without bounds accepts 1e20, which no store can take as an offset or a bigint;
+ *   integers are bounded to the safe range (±2^53 − 1).
+ * The schema objects are amended in place (idempotently), so the OpenAPI document shows the same.
+ */
+export function hardenSchema(schema: unknown, seen = new Set<unknown>()): void {
+  if (schema === null || typeof schema !== 'object' || seen.has(schema)) return;
+  seen.add(schema);
+  const s = schema as Record<string, any>;
+  if (s.discriminator && s.type === undefined) s.type = 'object';
+  const isInteger = s.type === 'integer' || (Array.isArray(s.type) && s.type.includes('integer'));
+  if (isInteger) {
+    if (s.maximum === undefined && s.exclusiveMaximum === undefined) s.maximum = Number.MAX_SAFE_INTEGER;
+    if (s.minimum === undefined && s.exclusiveMinimum === undefined) s.minimum = -Number.MAX_SAFE_INTEGER;
+  }
+  for (const k of SCHEMA_MAPS)
+    if (s[k] && typeof s[k] === 'object') for (const v of Object.values(s[k])) hardenSchema(v, seen);
+  for (const k of SCHEMA_LISTS) if (Array.isArray(s[k])) for (const v of s[k]) hardenSchema(v, seen);
+  for (const k of SCHEMA_ONE) {
+    if (Array.isArray(s[k])) for (const v of s[k]) hardenSchema(v, seen);
+    else hardenSchema(s[k], seen);
+  }
+}
+
+/** Keywords whose value is a map of names to schemas, a list of schemas, or one schema. */
+const SCHEMA_MAPS = ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas'];
+const SCHEMA_LISTS = ['allOf', 'anyOf', 'oneOf', 'prefixItems'];
+const SCHEMA_ONE = [
+  'items',
+  'additionalItems',
+  'additionalProperties',
+  'not',
+  'if',
+  'then',
+  'else',
+  'contains',
+  'propertyNames',
+  'unevaluatedProperties',
+  'unevaluatedItems',
+];
+
+export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
+  hardenSchema(schema);
+  return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as any;
+};
+
+const PART: Record<string, string> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'path',
+  headers: 'header',
+};
+
+/** Fields whose value must never be echoed back in an error item. */
+const SECRET_FIELDS = new Set(['token', 'password', 'api_key', 'secret']);
+
+const TYPE_NAMES: Record<string, string> = {
+  string: 'string_type',
+  integer: 'int_type',
+  number: 'float_type',
+  boolean: 'bool_type',
+  object: 'dict_type',
+  array: 'list_type',
+  null: 'none_required',
+};
+
+const FORMAT_NAMES: Record<string, string> = {
+  uuid: 'uuid_parsing',
+  'date-time': 'datetime_parsing',
+  date: 'date_parsing',
+  uri: 'url_parsing',
+};
+
+const KEYWORD_NAMES: Record<string, string> = {
+  enum: 'enum',
+  const: 'literal_error',
+  minLength: 'string_too_short',
+  maxLength: 'string_too_long',
+  pattern: 'string_pattern_mismatch',
+  minItems: 'too_short',
+  maxItems: 'too_long',
+  minProperties: 'too_short',
+  maxProperties: 'too_long',
+  minimum: 'greater_than_equal',
+  exclusiveMinimum: 'greater_than',
+  maximum: 'less_than_equal',
+  exclusiveMaximum: 'less_than',
+  multipleOf: 'multiple_of',
+  required: 'missing',
+  additionalProperties: 'extra_forbidden',
+  discriminator: 'union_tag_invalid',
+};
+
+function pathOf(instancePath: string): Loc {
+  if (!instancePath) return [];
+  return instancePath
+    .slice(1)
+    .split('/')
+    .map((seg) => seg.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((seg) => (/^(0|[1-9]\d*)$/.test(seg) ? Number(seg) : seg));
+}
+
+function valueAt(data: unknown, loc: Loc): unknown {
+  let cur: any = data;
+  for (const k of loc) {
+    if (cur === null || typeof cur !== 'object') return undefined;
+    cur = cur[k as any];
+  }
+  return cur;
+}
+
+function describe(e: ErrorObject): { type: string; msg: string } {
+  switch (e.keyword) {
+    case 'type': {
+      const t = Array.isArray(e.params.type) ? e.params.type[0] : e.params.type;
+      return { type: TYPE_NAMES[t] ?? 'value_error', msg: `Input should be a valid ${e.params.type}` };
+    }
+    case 'format':
+      return {
+        type: FORMAT_NAMES[e.params.format] ?? 'value_error',
+        msg: `Input should be a valid ${e.params.format}`,
+      };
+    case 'required':
+      return { type: 'missing', msg: 'Field required' };
+    case 'enum':
+      return {
+        type: 'enum',
+        msg: `Input should be ${e.params.allowedValues.map((v: unknown) => `'${v}'`).join(', ')}`,
+      };
+    case 'const':
+      return { type: 'literal_error', msg: `Input should be '${e.params.allowedValue}'` };
+    default:
+      return { type: KEYWORD_NAMES[e.keyword] ?? 'value_error', msg: e.message ?? 'Invalid value' };
+  }
+}
+
+/** Ajv errors → the 422 items of decisions.md, one per fault, with `loc` starting at the request part. */
+export function toErrorItems(errors: ErrorObject[], context: string, data: unknown): ErrorItem[] {
+  const part = PART[context] ?? context;
+  // A failed union reports each branch; keep one item for the union itself.
+  const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
+  const insideUnion = (e: ErrorObject) =>
+    unions.some(
+      (u) =>
+        u !== e && e.schemaPath.startsWith(`${u.schemaPath}/`) && e.instancePath.startsWith(u.instancePath),
+    );
+  const items: ErrorItem[] = [];
+  const seen = new Set<string>();
+  for (const e of errors) {
+    if (insideUnion(e)) continue;
+    let loc = pathOf(e.instancePath);
+    let described = describe(e);
+    if (e.keyword === 'required') loc = [...loc, e.params.missingProperty];
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
+      const branch = errors.find((b) => b !== e && b.schemaPath.startsWith(`${e.schemaPath}/`));
+      described = branch
+        ? describe(branch)
+        : { type: 'value_error', msg: 'Input does not match any allowed shape' };
+      if (e.keyword === 'oneOf' && e.params?.passingSchemas)
+        described = { type: 'value_error', msg: 'Input matches more than one shape' };
+    }
+    const key = `${JSON.stringify(loc)}|${described.type}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const item: ErrorItem = { loc: [part, ...loc], msg: described.msg, type: described.type };
+    const last = loc[loc.length - 1];
+    if (e.keyword !== 'required' && !(typeof last === 'string' && SECRET_FIELDS.has(last))) {
+      const input = valueAt(data, loc);
+      if (input !== undefined) item.input = input;
+    }
+    if (e.keyword === 'enum') item.ctx = { expected: e.params.allowedValues };
+    else if (
+      ['minLength', 'maxLength', 'minItems', 'maxItems', 'minimum', 'maximum', 'pattern'].includes(e.keyword)
+    ) {
+      item.ctx = { ...e.params };
+    }
+    items.push(item);
+  }
+  return items;
+}

@@ -1,0 +1,295 @@
+/**
+ * The column registry: every column a record search can filter or sort on, with its data type, the
+ * filter kinds and operators it takes, where it lives in the `records` table and which record types
+ * it applies to.
+ *
+ * Column ids are the standard field names (`id`, `name`, `input`, ...) and namespaced keys:
+ * `metrics/<key>`, `user_metadata/<key>`, `dataset_metadata/<key>`. The key is everything after the
+ * first `/` and may itself contain `/`, quotes or anything else: it only ever reaches SQL as a bound
+ * parameter (see compile.ts).
+ */
+
+export const RECORD_TYPES = [
+  'trace',
+  'agent',
+  'workflow',
+  'llm',
+  'tool',
+  'retriever',
+  'control',
+  'http',
+  'session',
+] as const;
+export type RecordType = (typeof RECORD_TYPES)[number];
+export const SPAN_TYPES: RecordType[] = ['agent', 'workflow', 'llm', 'tool', 'retriever', 'control', 'http'];
+
+export type DataType =
+  | 'uuid'
+  | 'text'
+  | 'integer'
+  | 'floating_point'
+  | 'boolean'
+  | 'timestamp'
+  | 'string_list';
+export type FilterKind = 'id' | 'date' | 'number' | 'boolean' | 'collection' | 'text';
+export type Category = 'standard' | 'metric' | 'user_metadata' | 'dataset_metadata' | 'tags';
+export type JsonColumn = 'metrics' | 'user_metadata' | 'dataset_metadata';
+
+/** Promoted scalar columns of `records` that a column may map to. */
+export type ScalarColumn =
+  | 'id'
+  | 'session_id'
+  | 'trace_id'
+  | 'parent_id'
+  | 'type'
+  | 'name'
+  | 'created_at'
+  | 'updated_at'
+  | 'is_complete'
+  | 'status_code'
+  | 'duration_ns'
+  | 'num_input_tokens'
+  | 'num_output_tokens'
+  | 'num_total_tokens'
+  | 'num_cache_read_input_tokens'
+  | 'num_cache_creation_input_tokens'
+  | 'time_to_first_token_ns'
+  | 'model'
+  | 'external_id'
+  | 'error_message'
+  | 'input_text'
+  | 'output_text'
+  | 'num_children';
+
+/** Where a column's value comes from. */
+export type ColumnSource =
+  /** A real column; SQL NULL means the record lacks the value. */
+  | { kind: 'scalar'; column: ScalarColumn }
+  /** A key of a JSON object column; a missing key (or a value of another JSON type) is "missing". */
+  | { kind: 'json'; column: JsonColumn; key: string }
+  /** The `tags` JSON array of strings. */
+  | { kind: 'tags' };
+
+export interface ColumnDef {
+  id: string;
+  label: string;
+  description: string;
+  category: Category;
+  dataType: DataType;
+  /** The filter kind the column advertises (available columns' `filter_type`). */
+  filterKind: FilterKind;
+  /** Every filter kind the column accepts (the advertised one first). */
+  acceptedKinds: FilterKind[];
+  sortable: boolean;
+  filterable: boolean;
+  multiValued: boolean;
+  applicableTypes: RecordType[];
+  source: ColumnSource;
+  /** Text search on this column may use the trigram index (input and output). */
+  textIndexed: boolean;
+  allowedValues?: unknown[];
+}
+
+const ALL = [...RECORD_TYPES];
+const NOT_SESSION = RECORD_TYPES.filter((t) => t !== 'session');
+const WITH_TOKENS: RecordType[] = ['session', 'trace', 'llm'];
+
+function std(
+  id: string,
+  label: string,
+  description: string,
+  dataType: DataType,
+  source: ColumnSource,
+  applicableTypes: RecordType[],
+  extra: Partial<ColumnDef> = {},
+): ColumnDef {
+  const kinds: Record<DataType, FilterKind[]> = {
+    uuid: ['id', 'text'],
+    text: ['text', 'id'],
+    integer: ['number'],
+    floating_point: ['number'],
+    boolean: ['boolean'],
+    timestamp: ['date'],
+    string_list: ['collection'],
+  };
+  return {
+    id,
+    label,
+    description,
+    category: 'standard',
+    dataType,
+    filterKind: kinds[dataType][0],
+    acceptedKinds: kinds[dataType],
+    sortable: dataType !== 'string_list',
+    filterable: true,
+    multiValued: dataType === 'string_list',
+    applicableTypes,
+    source,
+    textIndexed: false,
+    ...extra,
+  };
+}
+
+const scalar = (column: ScalarColumn): ColumnSource => ({ kind: 'scalar', column });
+
+/** Metrics every record type may carry as promoted columns of `records`. */
+export const STANDARD_METRICS: Record<string, { column: ScalarColumn; label: string; types: RecordType[] }> =
+  {
+    duration_ns: { column: 'duration_ns', label: 'Duration (ns)', types: ALL },
+    num_input_tokens: { column: 'num_input_tokens', label: 'Input tokens', types: WITH_TOKENS },
+    num_output_tokens: { column: 'num_output_tokens', label: 'Output tokens', types: WITH_TOKENS },
+    num_total_tokens: { column: 'num_total_tokens', label: 'Total tokens', types: WITH_TOKENS },
+    num_cache_read_input_tokens: {
+      column: 'num_cache_read_input_tokens',
+      label: 'Cache read input tokens',
+      types: WITH_TOKENS,
+    },
+    num_cache_creation_input_tokens: {
+      column: 'num_cache_creation_input_tokens',
+      label: 'Cache creation input tokens',
+      types: WITH_TOKENS,
+    },
+    time_to_first_token_ns: {
+      column: 'time_to_first_token_ns',
+      label: 'Time to first token (ns)',
+      types: ['llm'],
+    },
+  };
+
+/** The standard columns, in the order available columns lists them. */
+export const STANDARD_COLUMNS: ColumnDef[] = [
+  std('id', 'ID', 'Identifier of the record', 'uuid', scalar('id'), ALL),
+  std('type', 'Type', 'Kind of record', 'text', scalar('type'), ALL, { allowedValues: [...RECORD_TYPES] }),
+  std('name', 'Name', 'Name of the record', 'text', scalar('name'), ALL),
+  std('input', 'Input', 'Input text (messages flattened)', 'text', scalar('input_text'), ALL, {
+    sortable: false,
+    textIndexed: true,
+  }),
+  std('output', 'Output', 'Output text (messages flattened)', 'text', scalar('output_text'), ALL, {
+    sortable: false,
+    textIndexed: true,
+  }),
+  std('created_at', 'Created', 'When the record started', 'timestamp', scalar('created_at'), ALL),
+  std('updated_at', 'Updated', 'When the record last changed', 'timestamp', scalar('updated_at'), ALL),
+  std('is_complete', 'Complete', 'Whether the record is complete', 'boolean', scalar('is_complete'), ALL, {
+    allowedValues: [true, false],
+  }),
+  std(
+    'status_code',
+    'Status code',
+    'Status code of the record',
+    'integer',
+    scalar('status_code'),
+    NOT_SESSION,
+  ),
+  std(
+    'error_message',
+    'Error message',
+    'Error message of a failed record',
+    'text',
+    scalar('error_message'),
+    ALL,
+  ),
+  std('external_id', 'External ID', 'Identifier given by the client', 'text', scalar('external_id'), ALL),
+  std('session_id', 'Session ID', 'Session the record belongs to', 'uuid', scalar('session_id'), ALL),
+  std('trace_id', 'Trace ID', 'Trace the record belongs to', 'uuid', scalar('trace_id'), NOT_SESSION),
+  std(
+    'parent_id',
+    'Parent ID',
+    'Parent of a span',
+    'uuid',
+    scalar('parent_id'),
+    NOT_SESSION.filter((t) => t !== 'trace'),
+  ),
+  std('model', 'Model', 'Model of an LLM span', 'text', scalar('model'), ['llm']),
+  std('tags', 'Tags', 'Tags of the record', 'string_list', { kind: 'tags' }, ALL, { category: 'tags' }),
+  std('num_traces', 'Traces', 'Number of traces in a session', 'integer', scalar('num_children'), [
+    'session',
+  ]),
+  std('num_spans', 'Spans', 'Number of spans in a trace', 'integer', scalar('num_children'), ['trace']),
+  ...Object.entries(STANDARD_METRICS).map(([key, m]) =>
+    std(`metrics/${key}`, m.label, `Metric ${key}`, 'integer', scalar(m.column), m.types, {
+      category: 'metric',
+    }),
+  ),
+];
+
+const STANDARD_BY_ID = new Map(STANDARD_COLUMNS.map((c) => [c.id, c]));
+
+const NAMESPACES: Record<string, JsonColumn> = {
+  metrics: 'metrics',
+  user_metadata: 'user_metadata',
+  dataset_metadata: 'dataset_metadata',
+};
+
+const NAMESPACE_LABEL: Record<JsonColumn, string> = {
+  metrics: 'Metric',
+  user_metadata: 'User metadata',
+  dataset_metadata: 'Dataset metadata',
+};
+
+/**
+ * A column for a `metrics/<key>` (not a standard one), `user_metadata/<key>` or `dataset_metadata/<key>`
+ * id. `dataType` is what the catalogue saw (it decides the advertised filter kind); a metadata key
+ * accepts text, id, number and boolean filters whatever it holds.
+ */
+export function namespacedColumn(
+  namespace: JsonColumn,
+  key: string,
+  dataType: DataType = namespace === 'metrics' ? 'floating_point' : 'text',
+  applicableTypes: RecordType[] = ALL,
+): ColumnDef {
+  const isMetric = namespace === 'metrics';
+  const filterKind: FilterKind =
+    dataType === 'integer' || dataType === 'floating_point'
+      ? 'number'
+      : dataType === 'boolean'
+        ? 'boolean'
+        : 'text';
+  const acceptedKinds: FilterKind[] = isMetric
+    ? ['number']
+    : [filterKind, ...(['text', 'id', 'number', 'boolean'] as FilterKind[]).filter((k) => k !== filterKind)];
+  return {
+    id: `${namespace}/${key}`,
+    label: key,
+    description: `${NAMESPACE_LABEL[namespace]} key ${key}`,
+    category: isMetric ? 'metric' : namespace,
+    dataType,
+    filterKind: isMetric ? 'number' : filterKind,
+    acceptedKinds,
+    sortable: true,
+    filterable: true,
+    multiValued: false,
+    applicableTypes,
+    source: { kind: 'json', column: namespace, key },
+    textIndexed: false,
+  };
+}
+
+export type ColumnLookup =
+  | {
+      ok: true;
+      column: ColumnDef /** a metrics/<key> that is not standard: must be in the catalogue */;
+      needsCatalogue: boolean;
+    }
+  | { ok: false };
+
+/**
+ * The column for an id, from the static registry: standard columns, any `user_metadata/<key>` or
+ * `dataset_metadata/<key>`, and `metrics/<key>` (whose key the caller must still find in the catalogue
+ * unless it is a standard metric).
+ */
+export function lookupColumn(id: string): ColumnLookup {
+  const standard = STANDARD_BY_ID.get(id);
+  if (standard) return { ok: true, column: standard, needsCatalogue: false };
+  const slash = id.indexOf('/');
+  if (slash <= 0) return { ok: false };
+  const namespace = NAMESPACES[id.slice(0, slash)];
+  const key = id.slice(slash + 1);
+  if (!namespace || key === '') return { ok: false };
+  return { ok: true, column: namespacedColumn(namespace, key), needsCatalogue: namespace === 'metrics' };
+}
+
+export function standardColumns(): ColumnDef[] {
+  return STANDARD_COLUMNS;
+}

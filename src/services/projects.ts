@@ -1,0 +1,139 @@
+import { type Loc, ValidationError, conflict, forbidden, notFound } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { type Role, atLeast, isRole, strongest } from '../domain/roles.ts';
+import { nowUs, toIso } from '../domain/time.ts';
+import type { ProjectRow, ProjectsRepo } from '../store/projects.ts';
+import type { UsersRepo } from '../store/users.ts';
+import type { Caller } from './auth.ts';
+
+export function describeProject(p: ProjectRow) {
+  return {
+    id: p.id,
+    name: p.name,
+    type: p.type,
+    created_by: p.created_by,
+    created_at: toIso(p.created_at),
+    updated_at: toIso(p.updated_at),
+  };
+}
+
+/**
+ * PostgreSQL text cannot hold U+0000 (it answers an error, hence a 500), SQLite can: reject it in
+ * names and descriptions with a 422 so both stores behave alike.
+ */
+export function rejectNul(loc: Loc, value: unknown): void {
+  if (typeof value === 'string' && value.includes('\u0000')) {
+    throw new ValidationError({
+      loc,
+      msg: 'Text must not contain the NUL character (\\u0000)',
+      type: 'value_error',
+      input: value,
+    });
+  }
+}
+
+/** Projects and the one access rule every project-scoped route goes through. */
+export class ProjectsService {
+  constructor(
+    private readonly projects: ProjectsRepo,
+    private readonly users: UsersRepo,
+  ) {}
+
+  /** The caller's role on a project (admins act as owners); null when they may not see it. */
+  async roleOn(caller: Caller, projectId: string): Promise<Role | null> {
+    if (caller.role === 'admin') return 'owner';
+    const groups = await this.users.groupIdsOf(caller.id);
+    const roles = await this.projects.rolesOf(projectId, caller.id, groups);
+    return strongest(roles.filter(isRole));
+  }
+
+  /**
+   * The project if the caller may see it with at least `needed`; a project they cannot see is 404,
+   * one they see without the role is 403.
+   */
+  async access(caller: Caller, projectId: string, needed: Role = 'viewer'): Promise<ProjectRow> {
+    const project = await this.projects.byId(projectId);
+    const role = project ? await this.roleOn(caller, projectId) : null;
+    if (!project || role === null) throw notFound('Project');
+    if (!atLeast(role, needed)) throw forbidden(`This needs the ${needed} role on the project`);
+    return project;
+  }
+
+  async create(caller: Caller, input: { name: string; type?: string }) {
+    rejectNul(['body', 'name'], input.name);
+    if (await this.projects.byName(input.name))
+      throw conflict(`A project named '${input.name}' already exists`);
+    const now = nowUs();
+    const project: ProjectRow = {
+      id: newId(),
+      name: input.name,
+      type: input.type ?? 'gen_ai',
+      created_by: caller.id,
+      created_at: now,
+      updated_at: now,
+    };
+    try {
+      await this.projects.insert(project, {
+        id: newId(),
+        project_id: project.id,
+        user_id: caller.id,
+        group_id: null,
+        role: 'owner',
+        created_at: now,
+      });
+    } catch (err) {
+      if (await this.projects.byName(input.name))
+        throw conflict(`A project named '${input.name}' already exists`);
+      throw err;
+    }
+    return describeProject(project);
+  }
+
+  async list(caller: Caller, opts: { name?: string; type?: string }) {
+    // No stored name or type holds NUL (see rejectNul), and PostgreSQL cannot compare with one.
+    if (opts.name?.includes('\u0000') || opts.type?.includes('\u0000')) return [];
+    const groupIds = caller.role === 'admin' ? [] : await this.users.groupIdsOf(caller.id);
+    const rows = await this.projects.list({
+      userId: caller.id,
+      groupIds,
+      all: caller.role === 'admin',
+      ...opts,
+    });
+    return rows.map(describeProject);
+  }
+
+  async get(caller: Caller, id: string) {
+    return describeProject(await this.access(caller, id));
+  }
+
+  async delete(caller: Caller, id: string) {
+    await this.access(caller, id, 'owner');
+    await this.projects.delete(id);
+  }
+
+  /** Shares a project with a user or group (owners only). */
+  async share(
+    caller: Caller,
+    projectId: string,
+    target: { user_id?: string; group_id?: string },
+    role: Role,
+  ) {
+    await this.access(caller, projectId, 'owner');
+    if (target.user_id && !(await this.users.byId(target.user_id))) throw notFound('User');
+    if (target.group_id && !(await this.users.groupById(target.group_id))) throw notFound('Group');
+    await this.projects.addCollaborator({
+      id: newId(),
+      project_id: projectId,
+      user_id: target.user_id ?? null,
+      group_id: target.group_id ?? null,
+      role,
+      created_at: nowUs(),
+    });
+    return {
+      project_id: projectId,
+      user_id: target.user_id ?? null,
+      group_id: target.group_id ?? null,
+      role,
+    };
+  }
+}

@@ -1,0 +1,120 @@
+import { conflict, notFound } from '../domain/errors.ts';
+import { newId } from '../domain/ids.ts';
+import { nowUs, toIso } from '../domain/time.ts';
+import type { RunFilter, RunKind, RunRow, RunSort, RunsRepo } from '../store/runs.ts';
+import type { UserRow, UsersRepo } from '../store/users.ts';
+import type { Caller } from './auth.ts';
+import { type ProjectsService, rejectNul } from './projects.ts';
+
+const KIND_LABEL: Record<RunKind, string> = { log_stream: 'Log stream', experiment: 'Experiment' };
+
+function describeRun(r: RunRow, creator: UserRow | undefined, includeCounts: boolean) {
+  return {
+    id: r.id,
+    name: r.name,
+    project_id: r.project_id,
+    created_at: toIso(r.created_at),
+    updated_at: toIso(r.updated_at),
+    created_by: r.created_by,
+    created_by_user: creator
+      ? { id: creator.id, email: creator.email, first_name: creator.first_name, last_name: creator.last_name }
+      : null,
+    num_traces: includeCounts ? Number(r.num_traces) : null,
+    num_spans: includeCounts ? Number(r.num_spans) : null,
+    has_user_created_sessions: Boolean(r.has_user_created_sessions),
+  };
+}
+
+/** Log streams and experiments: the runs of a project that records belong to. */
+export class RunsService {
+  constructor(
+    private readonly runs: RunsRepo,
+    private readonly users: UsersRepo,
+    private readonly projects: ProjectsService,
+  ) {}
+
+  private async describeAll(rows: RunRow[], includeCounts: boolean) {
+    const creators = await this.users.byIds([...new Set(rows.map((r) => r.created_by))]);
+    const byId = new Map(creators.map((u) => [u.id, u]));
+    return rows.map((r) => describeRun(r, byId.get(r.created_by), includeCounts));
+  }
+
+  async create(caller: Caller, projectId: string, kind: RunKind, name: string) {
+    await this.projects.access(caller, projectId, 'editor');
+    rejectNul(['body', 'name'], name);
+    const taken = () =>
+      conflict(`A ${KIND_LABEL[kind].toLowerCase()} named '${name}' already exists in this project`);
+    if (await this.runs.byName(projectId, kind, name)) throw taken();
+    const now = nowUs();
+    const run: RunRow = {
+      id: newId(),
+      project_id: projectId,
+      kind,
+      name,
+      created_by: caller.id,
+      created_at: now,
+      updated_at: now,
+      num_traces: 0,
+      num_spans: 0,
+      has_user_created_sessions: 0,
+    };
+    try {
+      await this.runs.insert(run);
+    } catch (err) {
+      if (await this.runs.byName(projectId, kind, name)) throw taken();
+      throw err;
+    }
+    return (await this.describeAll([run], true))[0];
+  }
+
+  async list(caller: Caller, projectId: string, kind: RunKind) {
+    await this.projects.access(caller, projectId);
+    return this.describeAll(await this.runs.list(projectId, kind), true);
+  }
+
+  async get(caller: Caller, projectId: string, runId: string, kind: RunKind) {
+    await this.projects.access(caller, projectId);
+    const run = await this.runs.byId(projectId, runId, kind);
+    if (!run) throw notFound(KIND_LABEL[kind]);
+    return (await this.describeAll([run], true))[0];
+  }
+
+  /** A run of the project (either kind) the caller may see; 404 otherwise. */
+  async resolve(caller: Caller, projectId: string, runId: string, kind?: RunKind): Promise<RunRow> {
+    await this.projects.access(caller, projectId);
+    const run = await this.runs.byId(projectId, runId, kind);
+    if (!run) throw notFound(kind ? KIND_LABEL[kind] : 'Run');
+    return run;
+  }
+
+  async search(
+    caller: Caller,
+    projectId: string,
+    q: {
+      filters: RunFilter[];
+      sort: RunSort;
+      starting_token: number;
+      limit: number;
+      include_counts: boolean;
+    },
+  ) {
+    await this.projects.access(caller, projectId);
+    const rows = await this.runs.search(
+      projectId,
+      'log_stream',
+      q.filters,
+      q.sort,
+      q.starting_token,
+      q.limit,
+    );
+    const more = rows.length > q.limit;
+    const page = more ? rows.slice(0, q.limit) : rows;
+    return {
+      log_streams: await this.describeAll(page, q.include_counts),
+      starting_token: q.starting_token,
+      limit: q.limit,
+      paginated: more,
+      next_starting_token: more ? q.starting_token + q.limit : null,
+    };
+  }
+}

@@ -1,0 +1,303 @@
+/**
+ * Record search (sessions, traces, spans) and available columns: access checks, scoping to a run,
+ * filter and sort validation, and the page envelope. The SQL lives in store/search.ts, the column
+ * semantics in query/.
+ */
+import { type Loc, ValidationError, valueError } from '../domain/errors.ts';
+import { type StoredRecord, recordToApi } from '../domain/records.ts';
+import { parseTimestamp } from '../domain/time.ts';
+import {
+  type ColumnDef,
+  type DataType,
+  type JsonColumn,
+  type RecordType,
+  SPAN_TYPES,
+  STANDARD_COLUMNS,
+  STANDARD_METRICS,
+  namespacedColumn,
+} from '../query/columns.ts';
+import {
+  type FilterTree,
+  andTrees,
+  leavesOf,
+  unknownMetricFaults,
+  validateFilterList,
+  validateFilterTree,
+} from '../query/filters.ts';
+import { type SortSpec, validateSort } from '../query/sorts.ts';
+import type { RunKind } from '../store/runs.ts';
+import type { SearchRepo, TextIndexer } from '../store/search.ts';
+import type { Caller } from './auth.ts';
+import type { ProjectsService } from './projects.ts';
+import type { RunsService } from './runs.ts';
+
+export type SearchTarget = 'sessions' | 'traces' | 'spans';
+
+export const TARGET_TYPES: Record<SearchTarget, readonly RecordType[]> = {
+  sessions: ['session'],
+  traces: ['trace'],
+  spans: SPAN_TYPES,
+};
+
+export const DEFAULT_LIMIT = 100;
+
+interface ScopeBody {
+  log_stream_id?: string | null;
+  experiment_id?: string | null;
+  metrics_testing_id?: string | null;
+}
+
+export interface SearchBody extends ScopeBody {
+  filters?: unknown;
+  filter_tree?: unknown;
+  sort?: unknown;
+  pagination?: { starting_token?: number; limit?: number } | null;
+  starting_token?: number;
+  limit?: number;
+  include_counts?: boolean;
+  include_code_metric_metadata?: boolean;
+}
+
+export interface ColumnsBody extends ScopeBody {
+  start_time?: string | null;
+  end_time?: string | null;
+}
+
+/** A validated search: what the repository needs plus the page envelope. */
+export interface ParsedSearch {
+  tree: FilterTree | null;
+  sort: SortSpec | null;
+  startingToken: number;
+  limit: number;
+  includeCounts: boolean;
+}
+
+/** Body → filters, tree, sort and page, or a ValidationError pointing at each bad part. */
+export function parseSearchBody(body: SearchBody): ParsedSearch {
+  const faults: ValidationError[] = [];
+  const attempt = <T>(f: () => T): T | null => {
+    try {
+      return f();
+    } catch (err) {
+      if (err instanceof ValidationError) {
+        faults.push(err);
+        return null;
+      }
+      throw err;
+    }
+  };
+  const list =
+    body.filters === undefined || body.filters === null
+      ? null
+      : attempt(() => validateFilterList(body.filters, ['body', 'filters']));
+  const tree =
+    body.filter_tree === undefined || body.filter_tree === null
+      ? null
+      : attempt(() => validateFilterTree(body.filter_tree, ['body', 'filter_tree']));
+  const sort = attempt(() => validateSort(body.sort, ['body', 'sort']));
+  if (faults.length) throw new ValidationError(faults.flatMap((f) => f.items));
+  return {
+    tree: andTrees(list, tree),
+    sort,
+    startingToken: body.pagination?.starting_token ?? body.starting_token ?? 0,
+    limit: body.pagination?.limit ?? body.limit ?? DEFAULT_LIMIT,
+    includeCounts: body.include_counts ?? false,
+  };
+}
+
+const CATEGORY_GROUP: Record<string, string> = {
+  standard: 'Standard',
+  metric: 'Metrics',
+  user_metadata: 'User metadata',
+  dataset_metadata: 'Dataset metadata',
+  tags: 'Tags',
+};
+
+function describeColumn(c: ColumnDef, isEmpty: boolean, applicableTypes: readonly string[]) {
+  const optional = !(
+    c.source.kind === 'scalar' &&
+    ['id', 'type', 'name', 'created_at', 'updated_at', 'is_complete', 'num_children'].includes(
+      c.source.column,
+    )
+  );
+  return {
+    id: c.id,
+    label: c.label,
+    description: c.description,
+    category: c.category,
+    group_label: CATEGORY_GROUP[c.category],
+    data_type: c.dataType,
+    filter_type: c.filterKind,
+    multi_valued: c.multiValued,
+    allowed_values: c.allowedValues ?? null,
+    sortable: c.sortable,
+    filterable: c.filterable,
+    is_empty: isEmpty,
+    applicable_types: [...applicableTypes],
+    is_optional: optional,
+    roll_up_method: null,
+    metric_key_alias: null,
+    scorer_id: null,
+    scorer_config: null,
+    threshold: null,
+  };
+}
+
+/** One data type for a key seen with several. */
+function mergeDataTypes(types: Set<string>): DataType {
+  if (types.size === 1) {
+    const [only] = types;
+    if (['text', 'integer', 'floating_point', 'boolean'].includes(only)) return only as DataType;
+    return 'text';
+  }
+  if ([...types].every((t) => t === 'integer' || t === 'floating_point')) return 'floating_point';
+  return 'text';
+}
+
+export class SearchService {
+  constructor(
+    readonly repo: SearchRepo,
+    private readonly projects: ProjectsService,
+    private readonly runs: RunsService,
+    readonly indexer: TextIndexer,
+  ) {}
+
+  /** Starts the background work of search (the SQLite text indexer). */
+  start(): void {
+    this.indexer.start();
+  }
+
+  /** Stops the text indexer and the reader threads. */
+  async close(): Promise<void> {
+    await this.indexer.stop();
+    await this.repo.close();
+  }
+
+  /** The run a body names (at most one of the three ids), or null for the whole project. */
+  private async scope(caller: Caller, projectId: string, body: ScopeBody): Promise<string | null> {
+    const given = (['log_stream_id', 'experiment_id', 'metrics_testing_id'] as const).filter(
+      (k) => body[k] !== undefined && body[k] !== null,
+    );
+    if (given.length > 1) {
+      throw valueError(['body'], `Value error, give only one of ${given.join(', ')}`, undefined);
+    }
+    if (given.length === 0) return null;
+    const field = given[0];
+    const kind: RunKind | undefined =
+      field === 'log_stream_id' ? 'log_stream' : field === 'experiment_id' ? 'experiment' : undefined;
+    const run = await this.runs.resolve(caller, projectId, body[field] as string, kind);
+    return run.id;
+  }
+
+  private async checkMetrics(
+    projectId: string,
+    tree: FilterTree | null,
+    sort: SortSpec | null,
+  ): Promise<void> {
+    const needed = new Set<string>();
+    if (tree) for (const l of leavesOf(tree)) if (l.needsCatalogue) needed.add(l.filter.column.id);
+    if (sort?.needsCatalogue) needed.add(sort.column.id);
+    if (!needed.size) return;
+    const known = await this.repo.knownMetricColumns(projectId, [...needed]);
+    const items = tree ? unknownMetricFaults(tree, known) : [];
+    if (sort?.needsCatalogue && !known.has(sort.column.id)) {
+      items.push({
+        loc: sort.columnLoc,
+        msg: `Value error, unknown column '${sort.column.id}'`,
+        type: 'value_error',
+        input: sort.column.id,
+      });
+    }
+    if (items.length) throw new ValidationError(items);
+  }
+
+  async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody) {
+    await this.projects.access(caller, projectId);
+    const runId = await this.scope(caller, projectId, body);
+    const parsed = parseSearchBody(body);
+    await this.checkMetrics(projectId, parsed.tree, parsed.sort);
+    const rows = await this.repo.search({
+      projectId,
+      runId,
+      types: TARGET_TYPES[target],
+      tree: parsed.tree,
+      sort: parsed.sort,
+      offset: parsed.startingToken,
+      limit: parsed.limit + 1,
+    });
+    const more = rows.length > parsed.limit;
+    const page = more ? rows.slice(0, parsed.limit) : rows;
+    const next = more ? parsed.startingToken + parsed.limit : null;
+    return {
+      records: page.map((r) =>
+        recordToApi(r as unknown as StoredRecord, { includeCounts: parsed.includeCounts }),
+      ),
+      num_rows: page.length,
+      next_starting_token: next,
+      paginated: next !== null,
+      last_row_id: page.length ? page[page.length - 1].id : null,
+    };
+  }
+
+  async availableColumns(caller: Caller, projectId: string, target: SearchTarget, body: ColumnsBody) {
+    await this.projects.access(caller, projectId);
+    const runId = await this.scope(caller, projectId, body);
+    const window = {
+      start: timeField(body.start_time, 'start_time'),
+      end: timeField(body.end_time, 'end_time'),
+    };
+    if (window.start !== null && window.end !== null && window.start > window.end) {
+      throw valueError(['body', 'end_time'], 'Value error, end_time is before start_time', body.end_time);
+    }
+    const types = TARGET_TYPES[target];
+    const present = await this.repo.typesPresent(projectId, runId, types, window);
+    const columns = [];
+    for (const c of STANDARD_COLUMNS) {
+      const applicable = c.applicableTypes.filter((t) => types.includes(t));
+      if (!applicable.length) continue;
+      columns.push(describeColumn(c, !applicable.some((t) => present.has(t)), applicable));
+    }
+    // The session route lists keys seen on any record of the run; traces and spans those seen on them.
+    const entries = await this.repo.catalogue(projectId, runId, window, target === 'sessions' ? null : types);
+    const byColumn = new Map<string, { types: Set<string>; dataTypes: Set<string> }>();
+    for (const e of entries) {
+      const slash = e.column_id.indexOf('/');
+      const ns = e.column_id.slice(0, slash);
+      const key = e.column_id.slice(slash + 1);
+      if (!['metrics', 'user_metadata', 'dataset_metadata'].includes(ns) || key === '') continue;
+      if (ns === 'metrics' && Object.hasOwn(STANDARD_METRICS, key)) continue;
+      const seen = byColumn.get(e.column_id) ?? { types: new Set(), dataTypes: new Set() };
+      seen.types.add(e.record_type);
+      seen.dataTypes.add(e.data_type);
+      byColumn.set(e.column_id, seen);
+    }
+    for (const [id, seen] of byColumn) {
+      const slash = id.indexOf('/');
+      const ns = id.slice(0, slash) as JsonColumn;
+      const dataType = mergeDataTypes(seen.dataTypes);
+      const seenTypes = [...seen.types].sort() as RecordType[];
+      const c = namespacedColumn(
+        ns,
+        id.slice(slash + 1),
+        ns === 'metrics' && dataType === 'text' ? 'floating_point' : dataType,
+        seenTypes,
+      );
+      columns.push(describeColumn(c, false, seenTypes));
+    }
+    return { columns };
+  }
+}
+
+function timeField(value: string | null | undefined, field: string): number | null {
+  if (value === undefined || value === null) return null;
+  const us = parseTimestamp(value);
+  if (us === null) {
+    throw new ValidationError({
+      loc: ['body', field] as Loc,
+      msg: 'Input should be a valid datetime',
+      type: 'datetime_parsing',
+      input: value,
+    });
+  }
+  return us;
+}

@@ -1,0 +1,569 @@
+import { Worker } from 'node:worker_threads';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { sqlitePercentileFraction } from '../domain/dashboards.ts';
+import { compileFilterTree } from '../query/compile.ts';
+import type { ColumnDef } from '../query/columns.ts';
+import type { FilterTree, Leaf } from '../query/filters.ts';
+import type { Dialect, Store } from './db.ts';
+import type { DB, DashboardSectionsTable, DashboardWidgetsTable, DashboardsTable } from './tables.ts';
+
+export type DashboardRow = DashboardsTable;
+export type SectionRow = DashboardSectionsTable;
+export type WidgetRow = DashboardWidgetsTable;
+
+/** Raised when a second default dashboard for one log stream loses the race to the first. */
+export class DefaultExists extends Error {}
+
+/** Trends dashboards with their sections and widgets. */
+export class DashboardsRepo {
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
+
+  byId(logStreamId: string, id: string): Promise<DashboardRow | undefined> {
+    return this.db
+      .selectFrom('dashboards')
+      .selectAll()
+      .where('log_stream_id', '=', logStreamId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  defaultOf(logStreamId: string): Promise<DashboardRow | undefined> {
+    return this.db
+      .selectFrom('dashboards')
+      .selectAll()
+      .where('log_stream_id', '=', logStreamId)
+      .where('is_default', '=', 1)
+      .executeTakeFirst();
+  }
+
+  /** The dashboards of a log stream: the default first, then the others by creation. */
+  list(logStreamId: string): Promise<DashboardRow[]> {
+    return this.db
+      .selectFrom('dashboards')
+      .selectAll()
+      .where('log_stream_id', '=', logStreamId)
+      .orderBy('is_default', 'desc')
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+  }
+
+  /** Inserts a dashboard; a default one that another request created first throws DefaultExists. */
+  async insert(row: DashboardRow): Promise<void> {
+    try {
+      await this.db.insertInto('dashboards').values(row).execute();
+    } catch (err) {
+      if (row.is_default && (await this.defaultOf(row.log_stream_id))) throw new DefaultExists();
+      throw err;
+    }
+  }
+
+  async update(id: string, patch: Partial<Omit<DashboardRow, 'id' | 'project_id' | 'log_stream_id'>>) {
+    await this.db.updateTable('dashboards').set(patch).where('id', '=', id).execute();
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.deleteFrom('dashboards').where('id', '=', id).execute();
+  }
+
+  sectionsOf(dashboardIds: string[]): Promise<SectionRow[]> {
+    if (dashboardIds.length === 0) return Promise.resolve([]);
+    return this.db
+      .selectFrom('dashboard_sections')
+      .selectAll()
+      .where('dashboard_id', 'in', dashboardIds)
+      .orderBy('position', 'asc')
+      .execute();
+  }
+
+  widgetsOf(dashboardIds: string[]): Promise<WidgetRow[]> {
+    if (dashboardIds.length === 0) return Promise.resolve([]);
+    return this.db
+      .selectFrom('dashboard_widgets')
+      .selectAll()
+      .where('dashboard_id', 'in', dashboardIds)
+      .orderBy('position', 'asc')
+      .execute();
+  }
+
+  section(dashboardId: string, id: string): Promise<SectionRow | undefined> {
+    return this.db
+      .selectFrom('dashboard_sections')
+      .selectAll()
+      .where('dashboard_id', '=', dashboardId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  widget(dashboardId: string, id: string): Promise<WidgetRow | undefined> {
+    return this.db
+      .selectFrom('dashboard_widgets')
+      .selectAll()
+      .where('dashboard_id', '=', dashboardId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+  }
+
+  async countSections(dashboardId: string): Promise<number> {
+    const r = await this.db
+      .selectFrom('dashboard_sections')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('dashboard_id', '=', dashboardId)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** Widgets of a dashboard in one section, or outside every section when `sectionId` is null. */
+  async countWidgets(dashboardId: string, sectionId: string | null): Promise<number> {
+    let q = this.db
+      .selectFrom('dashboard_widgets')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('dashboard_id', '=', dashboardId);
+    q = sectionId === null ? q.where('section_id', 'is', null) : q.where('section_id', '=', sectionId);
+    const r = await q.executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** The position after every widget or section of the dashboard (call under `locked`). */
+  async nextPosition(
+    table: 'dashboard_widgets' | 'dashboard_sections',
+    dashboardId: string,
+  ): Promise<number> {
+    const r = await this.db
+      .selectFrom(table)
+      .select((eb) => eb.fn.max('position').as('p'))
+      .where('dashboard_id', '=', dashboardId)
+      .executeTakeFirst();
+    return r?.p === null || r?.p === undefined ? 0 : Number(r.p) + 1;
+  }
+
+  async insertSection(row: SectionRow): Promise<void> {
+    await this.db.insertInto('dashboard_sections').values(row).execute();
+  }
+
+  async updateSection(id: string, patch: Partial<Omit<SectionRow, 'id' | 'dashboard_id'>>): Promise<void> {
+    await this.db.updateTable('dashboard_sections').set(patch).where('id', '=', id).execute();
+  }
+
+  /** Deletes a section and (by cascade) its widgets. */
+  async deleteSection(id: string): Promise<void> {
+    await this.db.deleteFrom('dashboard_widgets').where('section_id', '=', id).execute();
+    await this.db.deleteFrom('dashboard_sections').where('id', '=', id).execute();
+  }
+
+  async insertWidget(row: WidgetRow): Promise<void> {
+    await this.db.insertInto('dashboard_widgets').values(row).execute();
+  }
+
+  async updateWidget(id: string, patch: Partial<Omit<WidgetRow, 'id' | 'dashboard_id'>>): Promise<void> {
+    await this.db.updateTable('dashboard_widgets').set(patch).where('id', '=', id).execute();
+  }
+
+  async deleteWidget(id: string): Promise<void> {
+    await this.db.deleteFrom('dashboard_widgets').where('id', '=', id).execute();
+  }
+
+  /**
+   * Runs `fn` in a transaction that holds the dashboard's row lock (PostgreSQL; SQLite transactions
+   * are serial), so that counting widgets or sections and then adding one cannot exceed a limit
+   * under concurrent requests.
+   */
+  locked<T>(dashboardId: string, fn: (repo: DashboardsRepo) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(async (tx) => {
+      if (this.dialect === 'postgres') {
+        await tx.selectFrom('dashboards').select('id').where('id', '=', dashboardId).forUpdate().execute();
+      }
+      return fn(new DashboardsRepo(tx, this.dialect));
+    });
+  }
+}
+
+/** One metric the widgets aggregate: a column read as a number or as a boolean (1/0). */
+export interface MetricSpec {
+  /** Prefix of this metric's aggregate columns in a cell (`m0_n`, `m0_sum`, ...). */
+  key: string;
+  column: ColumnDef;
+  kind: 'number' | 'boolean' | 'any';
+  /** Which aggregates the widgets need besides the count of present values. */
+  needs: Set<'sum' | 'min' | 'max' | 'true'>;
+  /** Percentiles (50, 90, 95, 99) the widgets need. */
+  percentiles: Set<number>;
+  /**
+   * Percentiles also wanted over the whole range per group (the `total` of number and table widgets).
+   * Unlike counts and sums they cannot be merged from the buckets: they take one more pass.
+   */
+  totalPercentiles: Set<number>;
+}
+
+export interface CellQuery {
+  runId: string;
+  /** Range [startUs, endUs) of created_at. */
+  startUs: number;
+  endUs: number;
+  /** Start of bucket 0 and the bucket size. */
+  firstUs: number;
+  sizeUs: number;
+  buckets: number;
+  tree: FilterTree | null;
+  group: ColumnDef | null;
+  metrics: MetricSpec[];
+  /** SQLite: trigram candidates for `contains` leaves (store/search.ts), looked up on the same connection. */
+  textCandidates?: (db: Kysely<DB>, tree: FilterTree | null) => Promise<ReadonlyMap<Leaf, readonly number[]>>;
+}
+
+/**
+ * Aggregates of one (bucket, group) cell: `b` the bucket index (-1 in totals), `g` the group value
+ * (null without group_by), `n` the matching records, and per metric `<key>_n` (records with a value),
+ * `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`, `<key>_p<percent>`.
+ */
+export type CellRow = { b: number; g: unknown; n: number } & Record<string, unknown>;
+
+/** Scalar columns of `records` that are never NULL. */
+const NOT_NULL = new Set(['id', 'type', 'name', 'created_at', 'updated_at', 'is_complete', 'num_children']);
+
+/**
+ * The value of a column as a number, a boolean (1/0) or text, SQL NULL when the record lacks it or
+ * holds another JSON type. This is the same SQL as the filter compiler's (query/compile.ts) value
+ * reader, so that a metric and a filter on one column read the same values.
+ */
+export function valueExpr(
+  column: ColumnDef,
+  want: 'text' | 'number' | 'boolean' | 'any',
+  dialect: Dialect,
+): { expr: RawBuilder<unknown>; nullable: boolean } {
+  const src = column.source;
+  if (src.kind === 'scalar')
+    return { expr: sql.ref(`records.${src.column}`), nullable: !NOT_NULL.has(src.column) };
+  if (src.kind === 'tags') throw new Error('tags have no scalar value');
+  const col = sql.ref(`records.${src.column}`);
+  // 'any': 1 when the key holds a value of any JSON type but null (for Count).
+  if (dialect === 'postgres') {
+    const k = sql`${src.key}::text`;
+    if (want === 'any')
+      return { expr: sql`(case when jsonb_typeof(${col} -> ${k}) <> 'null' then 1 end)`, nullable: true };
+    if (want === 'text')
+      return {
+        expr: sql`(case when jsonb_typeof(${col} -> ${k}) = 'string' then ${col} ->> ${k} end)`,
+        nullable: true,
+      };
+    if (want === 'number')
+      return {
+        expr: sql`(case when jsonb_typeof(${col} -> ${k}) = 'number' then (${col} ->> ${k})::numeric end)`,
+        nullable: true,
+      };
+    return {
+      expr: sql`(case ${col} -> ${k} when 'true'::jsonb then 1 when 'false'::jsonb then 0 end)`,
+      nullable: true,
+    };
+  }
+  const p = `$.${JSON.stringify(src.key)}`;
+  if (want === 'any')
+    return { expr: sql`(case when json_type(${col}, ${p}) <> 'null' then 1 end)`, nullable: true };
+  if (want === 'text')
+    return {
+      expr: sql`(case json_type(${col}, ${p}) when 'text' then json_extract(${col}, ${p}) end)`,
+      nullable: true,
+    };
+  if (want === 'number')
+    return {
+      expr: sql`(case when json_type(${col}, ${p}) in ('integer', 'real') then json_extract(${col}, ${p}) end)`,
+      nullable: true,
+    };
+  return {
+    expr: sql`(case json_type(${col}, ${p}) when 'true' then 1 when 'false' then 0 end)`,
+    nullable: true,
+  };
+}
+
+/** How a group_by column is read: metadata keys by their string values, other columns as they are. */
+function groupExpr(column: ColumnDef, dialect: Dialect): RawBuilder<unknown> {
+  const src = column.source;
+  if (src.kind === 'json')
+    return valueExpr(column, src.column === 'metrics' ? 'number' : 'text', dialect).expr;
+  return valueExpr(column, 'text', dialect).expr;
+}
+
+/** Parameters that mark the range bounds in a statement compiled once and run per chunk. */
+const LOW_MARK = -1.234567e300;
+const HIGH_MARK = -2.345678e300;
+
+/** At most this many statements per query on SQLite (each covers whole buckets). */
+const MAX_CHUNKS = 400;
+
+/**
+ * The widget aggregates per bucket and group over a log stream's records, in SQL on both stores:
+ * percentiles by SQLite's percentile_disc and by an ordered array on PostgreSQL, with the same
+ * definition (domain/dashboards.ts).
+ *
+ * SQLite has no hash aggregation: GROUP BY sorts every matching row. One statement per bucket (or
+ * per run of buckets, at most MAX_CHUNKS statements) keeps each sort small, and the
+ * (run_id, created_at) index reads each bucket's rows as one range; that measured faster than one
+ * statement over the whole range. PostgreSQL answers in one statement.
+ */
+export class DashboardDataRepo {
+  private readonly readers: DashboardReaders | null;
+
+  /** `readers`: SQLite reader threads for widget data (default 2; 0 answers on the main connection). */
+  constructor(
+    private readonly store: Store,
+    opts: { readers?: number } = {},
+  ) {
+    const file = store.sqlite?.name;
+    const readers = opts.readers ?? 2;
+    this.readers = readers > 0 && file && !store.sqlite?.memory ? new DashboardReaders(file, readers) : null;
+  }
+
+  private get pg(): boolean {
+    return this.store.dialect === 'postgres';
+  }
+
+  /** SELECT ... FROM records WHERE <run, range, filter> GROUP BY <bucket?>, <group>. */
+  private statement(
+    q: CellQuery,
+    o: { bucket: boolean; percentilesOnly: boolean; low: number; high: number },
+    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ) {
+    const dialect = this.store.dialect;
+    const big = (v: number) => sql`cast(${v} as bigint)`;
+    const parts: RawBuilder<unknown>[] = [
+      o.bucket ? sql`(records.created_at - ${big(q.firstUs)}) / ${big(q.sizeUs)}` : sql`-1`,
+      q.group ? groupExpr(q.group, dialect) : sql`null`,
+    ];
+    const names = ['b', 'g'];
+    const add = (name: string, expr: RawBuilder<unknown>) => {
+      names.push(name);
+      parts.push(expr);
+    };
+    if (!o.percentilesOnly) add('n', sql`count(*)`);
+    for (const m of q.metrics) {
+      const v = valueExpr(m.column, m.kind, dialect);
+      const x = v.expr;
+      if (!o.percentilesOnly) {
+        add(`${m.key}_n`, v.nullable ? sql`count(${x})` : sql`count(*)`);
+        // SQLite's total() is sum() without integer overflow; PostgreSQL's sum() is exact.
+        if (m.needs.has('sum')) add(`${m.key}_sum`, this.pg ? sql`sum(${x})` : sql`total(${x})`);
+        if (m.needs.has('min')) add(`${m.key}_min`, sql`min(${x})`);
+        if (m.needs.has('max')) add(`${m.key}_max`, sql`max(${x})`);
+        if (m.needs.has('true')) add(`${m.key}_true`, sql`sum(case when ${x} = 1 then 1 else 0 end)`);
+      }
+      for (const p of o.percentilesOnly ? m.totalPercentiles : m.percentiles) {
+        add(
+          `${m.key}_p${p}`,
+          this.pg
+            ? sql`(array_agg(${x} order by ${x}) filter (where ${x} is not null))[((${sql.lit(p)} * (count(${x}) - 1)) / 100 + 1)::int]`
+            : sql`percentile_disc(${x}, ${sqlitePercentileFraction(p)})`,
+        );
+      }
+    }
+    const select = sql.join(parts.map((e, i) => sql`${e} as ${sql.id(names[i])}`));
+    const where = [
+      sql`records.run_id = ${q.runId}`,
+      sql`records.created_at >= ${o.low}`,
+      sql`records.created_at < ${o.high}`,
+    ];
+    if (q.tree) where.push(sql`${compileFilterTree(q.tree, { dialect, textCandidates: candidates })}`);
+    const from = sql`select ${select} from records where ${sql.join(where, sql` and `)}`;
+    // Without a bucket column the statement covers one bucket (or none): it groups by the group alone,
+    // and without a group it needs no GROUP BY (so no sort) at all.
+    if (o.bucket) return sql<CellRow>`${from} group by 1, 2`;
+    return q.group ? sql<CellRow>`${from} group by 2` : sql<CellRow>`${from}`;
+  }
+
+  /**
+   * Aggregates per (bucket, group), and per group over the whole range the percentiles in
+   * `totalPercentiles` (which cannot be merged from buckets); `percentileTotals` is null when none.
+   */
+  async cells(q: CellQuery): Promise<CellResult> {
+    const needTotals = q.metrics.some((m) => m.totalPercentiles.size > 0);
+    if (this.pg) {
+      const whole = { low: q.startUs, high: q.endUs };
+      const cells = await this.statement(q, { bucket: true, percentilesOnly: false, ...whole }).execute(
+        this.store.db,
+      );
+      const totals = needTotals
+        ? (await this.statement(q, { bucket: false, percentilesOnly: true, ...whole }).execute(this.store.db))
+            .rows
+        : null;
+      return { cells: cells.rows.map(normalise), percentileTotals: totals ? totals.map(normalise) : null };
+    }
+    if (!this.readers) return this.cellsHere(q, { from: 0, to: q.buckets, totals: needTotals });
+    // SQLite with reader threads: the buckets split between them (and the totals pass on its own),
+    // off the main thread where requests and ingestion run.
+    const { textCandidates: _, ...job } = q;
+    const parts = Math.min(this.readers.size, q.buckets);
+    const jobs: Promise<CellResult>[] = [];
+    for (let k = 0; k < parts; k++) {
+      const from = Math.floor((k * q.buckets) / parts);
+      const to = Math.floor(((k + 1) * q.buckets) / parts);
+      jobs.push(this.readers.run({ q: job, from, to, totals: false }));
+    }
+    if (needTotals) jobs.push(this.readers.run({ q: job, from: 0, to: 0, totals: true }));
+    const done = await Promise.all(jobs);
+    return {
+      cells: done.flatMap((d) => d.cells),
+      percentileTotals: needTotals ? done[done.length - 1].percentileTotals : null,
+    };
+  }
+
+  /**
+   * SQLite, on this connection: the cells of buckets [from, to), and the percentile totals when asked,
+   * in one read transaction (one snapshot).
+   */
+  cellsHere(q: CellQuery, part: { from: number; to: number; totals: boolean }): Promise<CellResult> {
+    return this.store.db.connection().execute(async (conn) => {
+      const candidates = q.textCandidates ? await q.textCandidates(conn, q.tree) : undefined;
+      const raw = this.store.sqlite!;
+      const perChunk = Math.max(1, Math.ceil(q.buckets / MAX_CHUNKS));
+      const cells: CellRow[] = [];
+      let totals: CellRow[] | null = null;
+      raw.exec('begin');
+      try {
+        if (part.to > part.from) {
+          // One bucket per statement (the usual case): the bucket is known, not computed per row.
+          const single = perChunk === 1;
+          const compiled = this.statement(
+            q,
+            { bucket: !single, percentilesOnly: false, low: LOW_MARK, high: HIGH_MARK },
+            candidates,
+          ).compile(conn);
+          const lowAt = compiled.parameters.indexOf(LOW_MARK);
+          const highAt = compiled.parameters.indexOf(HIGH_MARK);
+          const stmt = raw.prepare(compiled.sql);
+          const params = [...compiled.parameters];
+          for (let i = part.from; i < part.to; i += perChunk) {
+            params[lowAt] = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
+            params[highAt] = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
+            for (const row of stmt.all(params) as CellRow[]) {
+              if (!single) cells.push(row);
+              // An aggregate without GROUP BY answers one row even for no records.
+              else if (row.n > 0) cells.push({ ...row, b: i });
+            }
+          }
+        }
+        if (part.totals) {
+          const whole = { low: q.startUs, high: q.endUs };
+          const t = this.statement(q, { bucket: false, percentilesOnly: true, ...whole }, candidates).compile(
+            conn,
+          );
+          totals = raw.prepare(t.sql).all([...t.parameters]) as CellRow[];
+        }
+        return { cells, percentileTotals: totals };
+      } finally {
+        raw.exec('commit');
+      }
+    });
+  }
+
+  /** Stops the reader threads. */
+  async close(): Promise<void> {
+    await this.readers?.close();
+  }
+}
+
+export interface CellResult {
+  cells: CellRow[];
+  percentileTotals: CellRow[] | null;
+}
+
+/** One piece of a query for a reader thread: the query without its callback, and which buckets. */
+export interface CellJob {
+  q: Omit<CellQuery, 'textCandidates'>;
+  from: number;
+  to: number;
+  totals: boolean;
+}
+
+/** The code that starts a reader thread: under tsx (TypeScript sources) it registers tsx first. */
+function readerBootstrap(): { code: string; eval: true } | { url: URL } {
+  const ts = import.meta.url.endsWith('.ts');
+  const url = new URL(ts ? './dashboards-worker.ts' : './dashboards-worker.js', import.meta.url);
+  if (!ts) return { url };
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return {
+    eval: true,
+    code: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
+  };
+}
+
+interface Reader {
+  worker: Worker;
+  jobs: Map<number, { resolve: (r: CellResult) => void; reject: (e: Error) => void }>;
+}
+
+/**
+ * SQLite reader threads for widget data (dashboards-worker.ts), each with its own WAL connection,
+ * started on first use; an idle one does not keep the process alive.
+ */
+class DashboardReaders {
+  private readers: Reader[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly file: string,
+    readonly size: number,
+  ) {}
+
+  private spawn(): Reader {
+    const boot = readerBootstrap();
+    const workerData = { file: this.file };
+    const worker =
+      'code' in boot
+        ? new Worker(boot.code, { eval: true, workerData })
+        : new Worker(boot.url, { workerData });
+    const reader: Reader = { worker, jobs: new Map() };
+    worker.on(
+      'message',
+      (msg: { id: number; result?: CellResult; error?: { message: string; code?: string } }) => {
+        const job = reader.jobs.get(msg.id);
+        if (!job) return;
+        reader.jobs.delete(msg.id);
+        if (reader.jobs.size === 0) worker.unref();
+        if (msg.error) job.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+        else job.resolve(msg.result!);
+      },
+    );
+    const fail = (err: Error) => {
+      this.readers = this.readers.filter((r) => r !== reader);
+      for (const job of reader.jobs.values()) job.reject(err);
+      reader.jobs.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`dashboard reader exited (${code})`)));
+    worker.unref();
+    this.readers.push(reader);
+    return reader;
+  }
+
+  run(job: CellJob): Promise<CellResult> {
+    if (this.closed) return Promise.reject(new Error('dashboard readers are closed'));
+    let reader = this.readers.find((r) => r.jobs.size === 0);
+    if (!reader && this.readers.length < this.size) reader = this.spawn();
+    reader ??= this.readers.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      reader.jobs.set(id, { resolve, reject });
+      reader.worker.ref();
+      reader.worker.postMessage({ id, job });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = this.readers;
+    this.readers = [];
+    await Promise.all(all.map((r) => r.worker.terminate()));
+  }
+}
+
+/** PostgreSQL answers counts and sums as bigint or numeric; every aggregate is a number here. */
+function normalise(row: CellRow): CellRow {
+  const out: CellRow = { ...row, b: Number(row.b) };
+  for (const [k, v] of Object.entries(row)) {
+    if (k !== 'g' && v !== null && typeof v === 'string') out[k] = Number(v);
+  }
+  return out;
+}

@@ -1,0 +1,98 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import pg from 'pg';
+import type { Config } from '../config.ts';
+import type { DB } from './tables.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** The store: a Kysely instance plus what dialect-specific code paths need. */
+export interface Store {
+  db: Kysely<DB>;
+  dialect: Dialect;
+  /** The better-sqlite3 handle (SQLite only), for prepared-statement hot paths such as ingest. */
+  sqlite: SQLite.Database | null;
+  /** The pg pool (PostgreSQL only). */
+  pool: pg.Pool | null;
+  /** The PostgreSQL schema this store works in, when not the default search path. */
+  pgSchema: string | null;
+  close(): Promise<void>;
+}
+
+// int8 and numeric come back as strings by default; our values (epoch microseconds, token counts)
+// fit in a double, so parse them as numbers everywhere.
+pg.types.setTypeParser(20, (v) => Number(v));
+pg.types.setTypeParser(1700, (v) => Number(v));
+
+export function openStore(config: Config): Store {
+  if (config.databaseUrl) return openPostgres(config.databaseUrl, config.pgSearchPath);
+  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  return openSqlite(path.join(config.dataDir, 'spanbase.db'));
+}
+
+export function openSqlite(file: string): Store {
+  const handle = new SQLite(file);
+  handle.pragma('journal_mode = WAL');
+  // An acknowledged write survives a process crash with WAL + NORMAL.
+  handle.pragma('synchronous = NORMAL');
+  handle.pragma('busy_timeout = 5000');
+  handle.pragma('foreign_keys = ON');
+  handle.pragma('cache_size = -65536');
+  handle.pragma('temp_store = MEMORY');
+  // LIKE is case-sensitive on PostgreSQL; make SQLite agree, and make lower() Unicode-aware as
+  // PostgreSQL's is, so that one compiled filter means the same on both stores.
+  handle.pragma('case_sensitive_like = ON');
+  handle.function('lower', { deterministic: true }, (v: unknown) =>
+    typeof v === 'string' ? v.toLowerCase() : v,
+  );
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }) });
+  return {
+    db,
+    dialect: 'sqlite',
+    sqlite: handle,
+    pool: null,
+    pgSchema: null,
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+export function openPostgres(url: string, searchPath: string | null): Store {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    ...(searchPath ? { options: `-c search_path=${searchPath},public` } : {}),
+  });
+  // An idle client that errors (server restart) must not crash the process.
+  pool.on('error', () => {});
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    db,
+    dialect: 'postgres',
+    sqlite: null,
+    pool,
+    pgSchema: searchPath,
+    async close() {
+      await db.destroy();
+    },
+  };
+}
+
+/** JSON columns come back as text on SQLite and parsed on PostgreSQL. */
+export function parseJson<T = unknown>(value: unknown): T | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string') return JSON.parse(value) as T;
+  return value as T;
+}
+
+export function toJson(value: unknown): string | null {
+  return value === undefined || value === null ? null : JSON.stringify(value);
+}
+
+/** `col LIKE %text%` with the text taken literally (both stores use backslash as the escape). */
+export function likePattern(text: string): string {
+  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}

@@ -1,0 +1,446 @@
+/**
+ * The ingest write path: runs an ingest flow (store/ingest-flow.ts) in ONE transaction and applies its
+ * plan. A batch is written whole or not at all.
+ *
+ * SQLite: the raw better-sqlite3 handle, statements prepared once, multi-row inserts, everything
+ * synchronous inside `db.transaction` (no other request can interleave). PostgreSQL: one pooled
+ * client, multi-row `INSERT`s and `ON CONFLICT` upserts; rows a batch will change are locked
+ * (`FOR UPDATE`, in id order), and a transaction that loses a race (two first writes of one id,
+ * a deadlock) runs again from the start.
+ */
+import type SQLite from 'better-sqlite3';
+import type pg from 'pg';
+import { newId } from '../domain/ids.ts';
+import type { CatalogueEntry, Plan, TokenDelta } from '../domain/ingest-plan.ts';
+import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
+import type { Store } from './db.ts';
+import type { Flow, FlowResult, Read } from './ingest-flow.ts';
+
+const NCOLS = RECORD_COLUMNS.length;
+/**
+ * Columns a write may change. Ids, the run, the type, created_at and the tree links never change, and
+ * leaving the indexed ones out of the UPDATE spares SQLite the index maintenance.
+ */
+const MUTABLE = RECORD_COLUMNS.filter(
+  (c) =>
+    !['id', 'project_id', 'run_id', 'type', 'created_at', 'session_id', 'trace_id', 'parent_id'].includes(c),
+);
+
+export interface IngestStore {
+  run<R>(flow: () => Flow<R>): Promise<FlowResult<R>>;
+  /** Raw baseline for the benchmark: inserts ready rows as one batch (no planning, no aggregates). */
+  insertRaw(rows: RecordRow[]): Promise<void>;
+}
+
+export function ingestStore(store: Store): IngestStore {
+  return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store.pool as pg.Pool);
+}
+
+function rowValues(rows: RecordRow[], out: unknown[] = []): unknown[] {
+  for (const r of rows) for (let i = 0; i < NCOLS; i++) out.push(r[RECORD_COLUMNS[i]]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite
+
+const SQLITE_CHUNK = 32;
+const SQLITE_ID_CHUNK = 200;
+
+interface Queued {
+  flow: () => Flow<unknown>;
+  resolve: (r: FlowResult<unknown>) => void;
+  reject: (err: unknown) => void;
+}
+
+/**
+ * SQLite: every write request joins a queue; one drain runs all requests queued so far in ONE
+ * transaction (group commit); a refused request leaves nothing and the others commit together. Answers go out only after the commit. Small requests (a session, a PATCH)
+ * then cost a share of one commit instead of a commit each, and a random index page dirtied by several
+ * batches is written once.
+ */
+class SqliteIngest implements IngestStore {
+  private readonly db: SQLite.Database;
+  private queue: Queued[] = [];
+  private draining = false;
+  private readonly insertOne: SQLite.Statement;
+  private readonly insertChunk: SQLite.Statement;
+  private readonly update: SQLite.Statement;
+  private readonly byIds: SQLite.Statement;
+  private readonly byId: SQLite.Statement;
+  private readonly byExternal: SQLite.Statement;
+  private readonly runCounts: SQLite.Statement;
+  private readonly runUserSession: SQLite.Statement;
+  private readonly tokenUpsert: SQLite.Statement;
+  private readonly catalogueUpsert: SQLite.Statement;
+
+  constructor(private readonly store: Store) {
+    const db = store.sqlite as SQLite.Database;
+    this.db = db;
+    const cols = RECORD_COLUMNS.join(', ');
+    const tuple = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
+    this.insertOne = db.prepare(`insert into records (${cols}) values ${tuple}`);
+    this.insertChunk = db.prepare(
+      `insert into records (${cols}) values ${Array.from({ length: SQLITE_CHUNK }, () => tuple).join(', ')}`,
+    );
+    this.update = db.prepare(`update records set ${MUTABLE.map((c) => `${c} = ?`).join(', ')} where id = ?`);
+    this.byIds = db.prepare(
+      `select * from records where id in (${Array.from({ length: SQLITE_ID_CHUNK }, () => '?').join(', ')})`,
+    );
+    this.byId = db.prepare('select * from records where id = ?');
+    this.byExternal = db.prepare(
+      "select * from records where run_id = ? and type = 'session' and external_id = ? and external_id is not null",
+    );
+    this.runCounts = db.prepare(
+      'update runs set num_traces = num_traces + ?, num_spans = num_spans + ? where id = ?',
+    );
+    this.runUserSession = db.prepare(
+      'update runs set has_user_created_sessions = 1 where id = ? and has_user_created_sessions = 0',
+    );
+    this.tokenUpsert = db.prepare(
+      `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
+         cache_read_input_tokens, cache_creation_input_tokens, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+       on conflict (log_stream_id, day) do update set
+         input_tokens = input_tokens + excluded.input_tokens,
+         output_tokens = output_tokens + excluded.output_tokens,
+         cache_read_input_tokens = cache_read_input_tokens + excluded.cache_read_input_tokens,
+         cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+         updated_at = excluded.updated_at`,
+    );
+    this.catalogueUpsert = db.prepare(
+      `insert into column_catalogue (run_id, column_id, record_type, data_type, first_seen, last_seen)
+       values (?, ?, ?, ?, ?, ?)
+       on conflict (run_id, column_id, record_type, data_type) do update set
+         first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)
+       where excluded.first_seen < first_seen or excluded.last_seen > last_seen`,
+    );
+  }
+
+  private read(r: Read): StoredRecord[] {
+    if (r.op === 'external') return this.byExternal.all(r.runId, r.externalId) as StoredRecord[];
+    if (r.op === 'externals') {
+      return r.externalIds.flatMap((x) => this.byExternal.all(r.runId, x) as StoredRecord[]);
+    }
+    if (r.ids.length === 1) return this.byId.all(r.ids[0]) as StoredRecord[];
+    const out: StoredRecord[] = [];
+    for (let i = 0; i < r.ids.length; i += SQLITE_ID_CHUNK) {
+      const chunk = r.ids.slice(i, i + SQLITE_ID_CHUNK);
+      while (chunk.length < SQLITE_ID_CHUNK) chunk.push(null as unknown as string);
+      for (const row of this.byIds.all(chunk) as StoredRecord[]) out.push(row);
+    }
+    return out;
+  }
+
+  private insertRows(rows: RecordRow[]) {
+    let i = 0;
+    const values: unknown[] = [];
+    for (; i + SQLITE_CHUNK <= rows.length; i += SQLITE_CHUNK) {
+      values.length = 0;
+      for (let j = i; j < i + SQLITE_CHUNK; j++) {
+        const r = rows[j];
+        for (let k = 0; k < NCOLS; k++) values.push(r[RECORD_COLUMNS[k]]);
+      }
+      this.insertChunk.run(values);
+    }
+    for (; i < rows.length; i++) this.insertOne.run(rowValues([rows[i]]));
+  }
+
+  private apply(plan: Plan, runId: string, projectId: string, now: number) {
+    this.insertRows(plan.inserts);
+    for (const r of plan.updates) this.update.run([...MUTABLE.map((c) => r[c]), r.id]);
+    if (plan.newTraces || plan.newSpans) this.runCounts.run(plan.newTraces, plan.newSpans, runId);
+    if (plan.userSession) this.runUserSession.run(runId);
+    for (const t of plan.tokenUsage) {
+      this.tokenUpsert.run(
+        newId(),
+        projectId,
+        runId,
+        t.day,
+        t.input_tokens,
+        t.output_tokens,
+        t.cache_read_input_tokens,
+        t.cache_creation_input_tokens,
+        t.day,
+        now,
+      );
+    }
+    for (const c of plan.catalogue) {
+      this.catalogueUpsert.run(runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen);
+    }
+  }
+
+  /** Runs a flow's reads and planning (no writes: a refusal here leaves nothing to undo). */
+  private plan<R>(flow: () => Flow<R>): FlowResult<R> {
+    const gen = flow();
+    let step = gen.next();
+    while (!step.done) step = gen.next(this.read(step.value));
+    return step.value;
+  }
+
+  private applyResult(res: FlowResult<unknown>) {
+    if (!res.plan) return;
+    const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
+    this.apply(res.plan, res.runId, projectId, Date.now() * 1000);
+  }
+
+  run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ flow, resolve, reject } as unknown as Queued);
+      if (!this.draining) {
+        this.draining = true;
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  /**
+   * Writes a group of jobs in one transaction. A job refused while planning (validation, 404) has
+   * written nothing, so the others go on without savepoints (a savepoint would copy every page a job
+   * touches into the statement journal). Should a write itself fail, the whole transaction rolls back
+   * and each job is retried alone, so one bad job cannot sink the others.
+   */
+  private writeGroup(jobs: Queued[]) {
+    const results: ({ ok: true; value: FlowResult<unknown> } | { ok: false; err: unknown })[] = [];
+    try {
+      this.db
+        .transaction(() => {
+          results.length = 0;
+          for (const job of jobs) {
+            let res: FlowResult<unknown>;
+            try {
+              res = this.plan(job.flow);
+            } catch (err) {
+              results.push({ ok: false, err });
+              continue;
+            }
+            this.applyResult(res);
+            results.push({ ok: true, value: res });
+          }
+        })
+        .immediate();
+    } catch (err) {
+      if (jobs.length > 1) {
+        for (const job of jobs) this.writeGroup([job]);
+        return;
+      }
+      jobs[0].reject(err);
+      return;
+    }
+    jobs.forEach((job, i) => {
+      const r = results[i];
+      if (r.ok) job.resolve(r.value);
+      else job.reject(r.err);
+    });
+  }
+
+  private async drain(): Promise<void> {
+    try {
+      while (this.queue.length) {
+        // Kysely serialises its own use of this connection; take its turn so no Kysely transaction is
+        // open on the handle while ours runs.
+        await this.store.db.connection().execute(async () => {
+          const jobs = this.queue;
+          this.queue = [];
+          this.writeGroup(jobs);
+        });
+      }
+    } finally {
+      this.draining = false;
+      if (this.queue.length) {
+        this.draining = true;
+        setImmediate(() => void this.drain());
+      }
+    }
+  }
+
+  async insertRaw(rows: RecordRow[]): Promise<void> {
+    await this.store.db.connection().execute(async () => {
+      this.db.transaction(() => this.insertRows(rows)).immediate();
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL
+
+/** Rows per multi-row INSERT (PostgreSQL allows 65,535 parameters per statement). */
+const PG_CHUNK = 1000;
+const RETRYABLE = new Set(['40P01', '40001', '23505']);
+
+class PgIngest implements IngestStore {
+  private readonly insertSql = new Map<number, string>();
+  private readonly updateSql =
+    `update records set ${MUTABLE.map((c, i) => `${c} = $${i + 1}`).join(', ')} where id = $${MUTABLE.length + 1}`;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  private insertStatement(n: number): string {
+    let s = this.insertSql.get(n);
+    if (!s) {
+      const tuples: string[] = [];
+      for (let r = 0; r < n; r++) {
+        tuples.push(`(${RECORD_COLUMNS.map((_, c) => `$${r * NCOLS + c + 1}`).join(', ')})`);
+      }
+      s = `insert into records (${RECORD_COLUMNS.join(', ')}) values ${tuples.join(', ')}`;
+      if (this.insertSql.size < 64) this.insertSql.set(n, s);
+    }
+    return s;
+  }
+
+  private async read(client: pg.PoolClient, r: Read): Promise<StoredRecord[]> {
+    if (r.op === 'external' || r.op === 'externals') {
+      const res = await client.query(
+        `select * from records where run_id = $1 and type = 'session' and external_id = any($2::text[])
+         order by id for update`,
+        [r.runId, r.op === 'external' ? [r.externalId] : r.externalIds],
+      );
+      return res.rows;
+    }
+    const res = await client.query(
+      'select * from records where id = any($1::text[]) order by id for update',
+      [r.ids],
+    );
+    return res.rows;
+  }
+
+  private async insertRows(client: pg.PoolClient, rows: RecordRow[]) {
+    for (let i = 0; i < rows.length; i += PG_CHUNK) {
+      const chunk = rows.slice(i, i + PG_CHUNK);
+      await client.query({ text: this.insertStatement(chunk.length), values: rowValues(chunk) });
+    }
+  }
+
+  private async apply(client: pg.PoolClient, plan: Plan, runId: string, projectId: string, now: number) {
+    await this.insertRows(client, plan.inserts);
+    for (const r of [...plan.updates].sort((a, b) => (a.id < b.id ? -1 : 1))) {
+      await client.query(this.updateSql, [...MUTABLE.map((c) => r[c]), r.id]);
+    }
+    if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
+    if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
+    if (plan.newTraces || plan.newSpans) {
+      await client.query(
+        'update runs set num_traces = num_traces + $1, num_spans = num_spans + $2 where id = $3',
+        [plan.newTraces, plan.newSpans, runId],
+      );
+    }
+    if (plan.userSession) {
+      await client.query(
+        'update runs set has_user_created_sessions = 1 where id = $1 and has_user_created_sessions = 0',
+        [runId],
+      );
+    }
+  }
+
+  private async upsertTokens(
+    client: pg.PoolClient,
+    list: TokenDelta[],
+    runId: string,
+    projectId: string,
+    now: number,
+  ) {
+    const values: unknown[] = [];
+    const tuples = [...list]
+      .sort((a, b) => a.day - b.day)
+      .map((t) => {
+        const b = values.length;
+        values.push(
+          newId(),
+          projectId,
+          runId,
+          t.day,
+          t.input_tokens,
+          t.output_tokens,
+          t.cache_read_input_tokens,
+          t.cache_creation_input_tokens,
+          t.day,
+          now,
+        );
+        return `(${Array.from({ length: 10 }, (_, i) => `$${b + i + 1}`).join(', ')})`;
+      });
+    await client.query(
+      `insert into token_usage as t (id, project_id, log_stream_id, day, input_tokens, output_tokens,
+         cache_read_input_tokens, cache_creation_input_tokens, created_at, updated_at)
+       values ${tuples.join(', ')}
+       on conflict (log_stream_id, day) do update set
+         input_tokens = t.input_tokens + excluded.input_tokens,
+         output_tokens = t.output_tokens + excluded.output_tokens,
+         cache_read_input_tokens = t.cache_read_input_tokens + excluded.cache_read_input_tokens,
+         cache_creation_input_tokens = t.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+         updated_at = excluded.updated_at`,
+      values,
+    );
+  }
+
+  private async upsertCatalogue(client: pg.PoolClient, list: CatalogueEntry[], runId: string) {
+    const sorted = [...list].sort((a, b) => {
+      const ka = `${a.column_id}\u0000${a.record_type}\u0000${a.data_type}`;
+      const kb = `${b.column_id}\u0000${b.record_type}\u0000${b.data_type}`;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    for (let i = 0; i < sorted.length; i += 2000) {
+      const values: unknown[] = [];
+      const tuples = sorted.slice(i, i + 2000).map((c) => {
+        const b = values.length;
+        values.push(runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen);
+        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}::bigint, $${b + 6}::bigint)`;
+      });
+      await client.query(
+        `insert into column_catalogue as c (run_id, column_id, record_type, data_type, first_seen, last_seen)
+         values ${tuples.join(', ')}
+         on conflict (run_id, column_id, record_type, data_type) do update set
+           first_seen = least(c.first_seen, excluded.first_seen), last_seen = greatest(c.last_seen, excluded.last_seen)
+         where excluded.first_seen < c.first_seen or excluded.last_seen > c.last_seen`,
+        values,
+      );
+    }
+  }
+
+  async run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+    for (let attempt = 0; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        await client.query('begin');
+        const gen = flow();
+        let step = gen.next();
+        while (!step.done) step = gen.next(await this.read(client, step.value));
+        const res = step.value;
+        if (res.plan) {
+          const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
+          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000);
+        }
+        await client.query('commit');
+        return res;
+      } catch (err) {
+        try {
+          await client.query('rollback');
+        } catch {
+          broken = true;
+        }
+        const code = (err as { code?: string }).code;
+        if (code && RETRYABLE.has(code) && attempt < 5) {
+          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+          continue;
+        }
+        throw err;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  async insertRaw(rows: RecordRow[]): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('begin');
+      await this.insertRows(client, rows);
+      await client.query('commit');
+    } catch (err) {
+      await client.query('rollback').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+}

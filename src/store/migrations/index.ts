@@ -1,0 +1,17 @@
+import type { Migration } from 'kysely';
+import * as core from './001_core.ts';
+import * as records from './002_records.ts';
+import * as ingest from './003_ingest.ts';
+import * as search from './004_search.ts';
+import * as integrations from './005_integrations.ts';
+import * as dashboards from './006_dashboards.ts';
+
+/** Numbered migrations, applied in key order at start on either store. */
+export const migrations: Record<string, Migration> = {
+  '001_core': core,
+  '002_records': records,
+  '003_ingest': ingest,
+  '004_search': search,
+  '005_integrations': integrations,
+  '006_dashboards': dashboards,
+};

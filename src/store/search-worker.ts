@@ -1,0 +1,70 @@
+/**
+ * A search thread (SQLite) with its own connection to the database file, off the main thread where
+ * requests and ingestion run:
+ * - `reader`: answers record searches (WAL readers neither wait for nor block the writer);
+ * - `indexer`: keeps the trigram index current from its queue (store/search-text.ts).
+ */
+import os from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
+import { openSqlite } from './db.ts';
+import { SearchRepo } from './search.ts';
+import { attachTextIndex, indexQueued } from './search-text.ts';
+
+const { file, role } = workerData as { file: string; role: 'reader' | 'indexer' };
+const store = openSqlite(file);
+// Read the database file through a memory map (up to SQLite's 2 GiB limit): scans of many rows
+// then cost no system call per page.
+store.sqlite!.pragma('mmap_size = 2147418112');
+if (role === 'indexer') runIndexer();
+else serveSearches();
+
+/** The text indexer: indexes queued records in slices, polling while the queue is empty. */
+function runIndexer() {
+  // Lowest CPU priority for this thread only (Linux keeps nice values per thread): when the machine is
+  // busy, ingestion and searches go first and the index catches up when it is not.
+  try {
+    os.setPriority(19);
+  } catch {
+    // Not permitted here: run at the normal priority.
+  }
+  const h = store.sqlite!;
+  attachTextIndex(h);
+  const queued = h
+    .prepare(
+      "select exists (select 1 from records_text_queue where seq > coalesce((select cast(value as integer) from text.meta where key = 'seq'), 0))",
+    )
+    .pluck();
+  let drains: number[] = [];
+  const tick = () => {
+    let taken = 0;
+    try {
+      taken = indexQueued(h, 25);
+      // Answer drain requests once the queue is empty.
+      if (taken === 0 && drains.length && !queued.get()) {
+        for (const id of drains) parentPort!.postMessage({ id });
+        drains = [];
+      }
+    } catch {
+      // Busy, or a transient fault: try again on the next tick.
+    }
+    setTimeout(tick, taken > 0 || drains.length ? 1 : 100);
+  };
+  parentPort!.on('message', (msg: { id: number; kind: 'drain' }) => {
+    if (msg.kind === 'drain') drains.push(msg.id);
+  });
+  tick();
+}
+
+function serveSearches() {
+  const repo = new SearchRepo(store, { readers: 0 });
+  parentPort!.on('message', async (msg: { id: number; query: any; candidateCap: number }) => {
+    try {
+      repo.candidateCap = msg.candidateCap;
+      const rows = await repo.searchHere(msg.query);
+      parentPort!.postMessage({ id: msg.id, rows });
+    } catch (err) {
+      const e = err as Error & { code?: string };
+      parentPort!.postMessage({ id: msg.id, error: { message: e.message, code: e.code, stack: e.stack } });
+    }
+  });
+}

@@ -1,0 +1,542 @@
+/**
+ * Repository SQL for record search: the page query, trigram text-index candidates (SQLite), the
+ * control of the background text indexer and of the reader threads (SQLite), and the column
+ * catalogue reads behind available columns.
+ */
+import { Worker } from 'node:worker_threads';
+import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
+import type { Leaf } from '../query/filters.ts';
+import { type FilterTree, leavesOf } from '../query/filters.ts';
+import { compileFilterTree, compileSort } from '../query/compile.ts';
+import type { SortSpec } from '../query/sorts.ts';
+import type { Store } from './db.ts';
+import {
+  attachTextIndex,
+  checkTextIndex,
+  indexQueued,
+  indexedSeq,
+  rebuildTextIndex,
+  textTables,
+  trimQueue,
+} from './search-text.ts';
+import type { DB, RecordsTable } from './tables.ts';
+
+export interface RecordSearch {
+  projectId: string;
+  /** Runs to search in (already checked to belong to the project); null: the whole project. */
+  runId: string | null;
+  types: readonly string[];
+  tree: FilterTree | null;
+  sort: SortSpec | null;
+  offset: number;
+  /** Rows to fetch (callers ask for one more than the page to learn whether another follows). */
+  limit: number;
+}
+
+export type RecordRowRead = RecordsTable;
+
+export interface CatalogueEntry {
+  column_id: string;
+  record_type: string;
+  data_type: string;
+}
+
+export interface SearchRepoOptions {
+  /** SQLite: answer searches on up to this many reader threads (default 2; 0: on the main connection). */
+  readers?: number;
+  /**
+   * The most trigram-index hits a `contains` leaf uses as its candidate set; a term with more hits is
+   * common enough that scanning in sort order finds a page sooner.
+   */
+  candidateCap?: number;
+}
+
+const MAX_TRIGRAMS = 4;
+
+/** Query text for the FTS5 trigram index, or null when the index cannot narrow the search. */
+export function trigramQuery(
+  column: 'input' | 'output',
+  term: string,
+  caseSensitive: boolean,
+): string | null {
+  // The index holds lower-cased text. A case-sensitive match is a match of the lower-cased texts
+  // unless the term holds a capital sigma (the only context-dependent lower-casing).
+  if (caseSensitive && term.includes('\u03a3')) return null;
+  const cps = Array.from(term.toLowerCase());
+  if (cps.length < 3 || cps.includes('\0')) return null;
+  const grams = new Set<string>();
+  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps.slice(i, i + 3).join(''));
+  // A few trigrams spread over the term narrow as well as all of them (each record is checked
+  // exactly afterwards) and intersect far fewer posting lists.
+  let list = [...grams];
+  if (list.length > MAX_TRIGRAMS) {
+    const step = (list.length - 1) / (MAX_TRIGRAMS - 1);
+    list = Array.from({ length: MAX_TRIGRAMS }, (_, i) => list[Math.round(i * step)]);
+  }
+  return `${column} : (${list.map((g) => `"${g.replace(/"/g, '""')}"`).join(' AND ')})`;
+}
+
+export class SearchRepo {
+  candidateCap: number;
+  /** Candidate sets up to this size are read directly rather than filtered in sort order. */
+  driveMax = 2000;
+  private readonly readers: SqliteReaders | null;
+  private readonly textIndex: boolean;
+
+  constructor(
+    private readonly store: Store,
+    opts: SearchRepoOptions = {},
+  ) {
+    this.candidateCap = opts.candidateCap ?? 20_000;
+    const file = store.sqlite?.name;
+    // The text index file, attached on this connection (SQLite, file databases only).
+    this.textIndex = store.sqlite ? attachTextIndex(store.sqlite) : false;
+    const readers = opts.readers ?? 2;
+    this.readers = readers > 0 && file && !store.sqlite?.memory ? new SqliteReaders(file, readers) : null;
+  }
+
+  /** Stops the reader threads. */
+  async close(): Promise<void> {
+    await this.readers?.close();
+  }
+
+  /** The page query (without running it), given text candidates already looked up. */
+  pageQuery(
+    db: Kysely<DB>,
+    q: RecordSearch,
+    textCandidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ): SelectQueryBuilder<DB, 'records', RecordRowRead> {
+    return this.filtered(db.selectFrom('records').selectAll('records') as any, q, textCandidates);
+  }
+
+  /**
+   * SQLite: the rowids of the page, in order. With only the rowid selected, SQLite answers from an
+   * index alone when the filters read only indexed columns (sessions: records_session_scan), so a
+   * search that passes over many records before filling its page reads no table rows for them.
+   */
+  rowidQuery(
+    db: Kysely<DB>,
+    q: RecordSearch,
+    textCandidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ): SelectQueryBuilder<DB, 'records', { rid: number }> {
+    return this.filtered(
+      db.selectFrom('records').select(sql<number>`${sql.ref('records.rowid')}`.as('rid')) as any,
+      q,
+      textCandidates,
+    );
+  }
+
+  /** Full rows for rowids, in the given order (phase two of a SQLite search). */
+  async rowsByRowid(db: Kysely<DB>, rowids: readonly number[]): Promise<RecordRowRead[]> {
+    if (!rowids.length) return [];
+    const rows = await db
+      .selectFrom('records')
+      .selectAll('records')
+      .select(sql<number>`${sql.ref('records.rowid')}`.as('__rid'))
+      .where(
+        sql<SqlBool>`${sql.ref('records.rowid')} in (select value from json_each(${JSON.stringify(rowids)}))`,
+      )
+      .execute();
+    const byRowid = new Map(rows.map((r) => [r.__rid, r]));
+    return rowids.flatMap((rid) => {
+      const row = byRowid.get(rid);
+      if (!row) return [];
+      const { __rid: _, ...rest } = row;
+      return [rest as RecordRowRead];
+    });
+  }
+
+  private filtered<O>(
+    base: SelectQueryBuilder<DB, 'records', O>,
+    q: RecordSearch,
+    textCandidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ): SelectQueryBuilder<DB, 'records', O> {
+    const opts = { dialect: this.store.dialect, textCandidates };
+    let query = base;
+    // A rare text term (few candidate rowids, in a leaf every match must satisfy) reads its
+    // candidates directly instead of walking the run's records in sort order; the unary `+` keeps
+    // SQLite from choosing the run index over the rowids.
+    const drive = this.drivingCandidates(q.tree, textCandidates);
+    const plus = drive ? sql`+` : sql``;
+    if (drive)
+      query = query.where(
+        sql<SqlBool>`${sql.ref('records.rowid')} in (select value from json_each(${JSON.stringify(drive)}))`,
+      );
+    // A run id already implies the project (the service checked it); leaving project_id out lets the
+    // (run_id, type, created_at, id) index answer without reading rows.
+    query =
+      q.runId === null
+        ? query.where(sql<SqlBool>`${plus}${sql.ref('records.project_id')} = ${q.projectId}`)
+        : query.where(sql<SqlBool>`${plus}${sql.ref('records.run_id')} = ${q.runId}`);
+    // Record types are the service's constants, written as literals so that SQLite can use partial
+    // indexes on one type (a bound parameter would hide which type it is).
+    const types = q.types.map((t) => {
+      if (!/^[a-z_]+$/.test(t)) throw new Error(`bad record type ${t}`);
+      return sql.lit(t);
+    });
+    query =
+      types.length === 1
+        ? query.where(sql<SqlBool>`${plus}${sql.ref('records.type')} = ${types[0]}`)
+        : query.where(sql<SqlBool>`${plus}${sql.ref('records.type')} in (${sql.join(types)})`);
+    if (q.tree) query = query.where(compileFilterTree(q.tree, opts));
+    for (const item of compileSort(q.sort, opts)) {
+      query = query.orderBy(item.expr as any, (ob) => {
+        const o = item.direction === 'desc' ? ob.desc() : ob.asc();
+        return item.nullsLast ? o.nullsLast() : o;
+      });
+    }
+    return query.limit(q.limit).offset(q.offset);
+  }
+
+  /** The smallest candidate set of a leaf that every match satisfies, when small enough to read directly. */
+  private drivingCandidates(
+    tree: FilterTree | null,
+    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ): readonly number[] | null {
+    if (!tree || !candidates?.size) return null;
+    const conjuncts = tree.op === 'and' ? tree.children : [tree];
+    let best: readonly number[] | null = null;
+    for (const c of conjuncts) {
+      const rowids = c.op === 'leaf' ? candidates.get(c.filter) : undefined;
+      if (rowids && rowids.length <= this.driveMax && (!best || rowids.length < best.length)) best = rowids;
+    }
+    return best;
+  }
+
+  /**
+   * SQLite: for each `contains` leaf on an indexed column, the rowids that may match: the trigram
+   * index's hits (in the indexes of `types`, default all) plus every row not indexed yet (queued).
+   * Leaves whose term the index cannot narrow, or that hit more than `candidateCap` rows, get none
+   * (they scan).
+   */
+  async textCandidates(
+    db: Kysely<DB>,
+    tree: FilterTree | null,
+    types?: readonly string[],
+  ): Promise<Map<Leaf, number[]>> {
+    const out = new Map<Leaf, number[]>();
+    if (!tree || this.store.dialect !== 'sqlite' || !this.textIndex) return out;
+    const leaves = leavesOf(tree)
+      .map((l) => l.filter)
+      .filter(
+        (f) => (f.kind === 'text' || f.kind === 'id') && f.operator === 'contains' && f.column.textIndexed,
+      );
+    if (!leaves.length) return out;
+    const tables = textTables(types);
+    // Read the index file first (its position in the queue), then the queue: the queue's snapshot is then
+    // at least as new as the index's, so every record is in the index as it is now or queued beyond
+    // that position.
+    const { rows: pos } = await sql<{ value: string }>`select value from text.meta where key = 'seq'`.execute(
+      db,
+    );
+    const indexed = Number(pos[0]?.value ?? 0);
+    const { rows: queuedRows } = await sql<{
+      rid: number;
+    }>`select distinct rid from records_text_queue where seq > ${indexed} limit ${this.candidateCap + 1}`.execute(
+      db,
+    );
+    const queued = queuedRows.map((r) => r.rid);
+    if (queued.length > this.candidateCap) return out;
+    for (const leaf of leaves) {
+      const src = leaf.column.source;
+      const column = src.kind === 'scalar' && src.column === 'output_text' ? 'output' : 'input';
+      const match = trigramQuery(
+        column,
+        leaf.value as string,
+        (leaf as { caseSensitive: boolean }).caseSensitive,
+      );
+      if (match === null) continue;
+      const hits: number[] = [];
+      for (const table of tables) {
+        // The MATCH column is the table's own name, unqualified.
+        const { rows } = await sql<{ rowid: number }>`select rowid from ${sql.table(table)} where ${sql.id(
+          table.slice(table.indexOf('.') + 1),
+        )} match ${match} limit ${this.candidateCap + 1 - hits.length}`.execute(db);
+        for (const r of rows) hits.push(r.rowid);
+        if (hits.length > this.candidateCap) break;
+      }
+      if (hits.length + queued.length > this.candidateCap) continue;
+      out.set(leaf, [...hits, ...queued]);
+    }
+    return out;
+  }
+
+  /** One page of records (up to `q.limit` rows), read in one snapshot, on a reader thread when there are. */
+  async search(q: RecordSearch): Promise<RecordRowRead[]> {
+    if (this.readers) return this.readers.run(q, this.candidateCap);
+    return this.searchHere(q);
+  }
+
+  /** `search` on this thread's connection. */
+  async searchHere(q: RecordSearch): Promise<RecordRowRead[]> {
+    if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
+    // One read transaction: candidates, the page's rowids and its rows come from one snapshot.
+    return this.store.db.transaction().execute(async (trx) => {
+      const candidates = await this.textCandidates(trx, q.tree, q.types);
+      const rowids = (await this.rowidQuery(trx, q, candidates).execute()).map((r) => r.rid);
+      return this.rowsByRowid(trx, rowids);
+    });
+  }
+
+  /** `metrics/<key>` column ids among `ids` that the catalogue has seen in any run of the project. */
+  async knownMetricColumns(projectId: string, ids: string[]): Promise<Set<string>> {
+    if (!ids.length) return new Set();
+    const rows = await this.store.db
+      .selectFrom('column_catalogue')
+      .innerJoin('runs', 'runs.id', 'column_catalogue.run_id')
+      .select('column_catalogue.column_id')
+      .distinct()
+      .where('runs.project_id', '=', projectId)
+      .where('column_catalogue.column_id', 'in', ids)
+      .execute();
+    return new Set(rows.map((r) => r.column_id));
+  }
+
+  /**
+   * Keys the catalogue saw in a run (or every run of a project) whose first–last seen interval meets the
+   * window, with each record type and data type they were seen with.
+   */
+  async catalogue(
+    projectId: string,
+    runId: string | null,
+    window: { start: number | null; end: number | null },
+    recordTypes: readonly string[] | null,
+  ): Promise<CatalogueEntry[]> {
+    let q = this.store.db
+      .selectFrom('column_catalogue')
+      .select(['column_catalogue.column_id', 'column_catalogue.record_type', 'column_catalogue.data_type'])
+      .distinct();
+    if (runId !== null) q = q.where('column_catalogue.run_id', '=', runId);
+    else
+      q = q.where('column_catalogue.run_id', 'in', (eb) =>
+        eb.selectFrom('runs').select('runs.id').where('runs.project_id', '=', projectId),
+      );
+    if (window.start !== null) q = q.where('column_catalogue.last_seen', '>=', window.start);
+    if (window.end !== null) q = q.where('column_catalogue.first_seen', '<=', window.end);
+    if (recordTypes) q = q.where('column_catalogue.record_type', 'in', recordTypes as string[]);
+    return q.orderBy('column_catalogue.column_id').execute();
+  }
+
+  /** The record types among `types` that have at least one record in the run (or project) and window. */
+  async typesPresent(
+    projectId: string,
+    runId: string | null,
+    types: readonly string[],
+    window: { start: number | null; end: number | null },
+  ): Promise<Set<string>> {
+    const present = new Set<string>();
+    for (const type of types) {
+      let q = this.store.db
+        .selectFrom('records')
+        .select(sql<number>`1`.as('one'))
+        .where('records.type', '=', type);
+      q =
+        runId === null
+          ? q.where('records.project_id', '=', projectId)
+          : q.where('records.run_id', '=', runId);
+      if (window.start !== null) q = q.where('records.created_at', '>=', window.start);
+      if (window.end !== null) q = q.where('records.created_at', '<=', window.end);
+      if (await q.limit(1).executeTakeFirst()) present.add(type);
+    }
+    return present;
+  }
+}
+
+/**
+ * SQLite: keeps the trigram index (store/search-text.ts) current from its queue, on a thread of its
+ * own (search-worker.ts, role `indexer`) with its own connection: indexing competes with ingestion for
+ * neither the main thread nor the records' write lock. `start` first checks the index belongs to
+ * this database (rebuilding it otherwise).
+ */
+export class TextIndexer {
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private readonly waiting = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+
+  constructor(private readonly store: Store) {}
+
+  get enabled(): boolean {
+    return this.store.dialect === 'sqlite' && !!this.store.sqlite && attachTextIndex(this.store.sqlite);
+  }
+
+  start(): void {
+    if (!this.enabled || this.worker) return;
+    checkTextIndex(this.store.sqlite!);
+    const worker = spawnSearchWorker(this.store.sqlite!.name, 'indexer');
+    worker.on('message', (msg: { id: number; error?: string }) => {
+      const w = this.waiting.get(msg.id);
+      if (!w) return;
+      this.waiting.delete(msg.id);
+      if (msg.error) w.reject(new Error(msg.error));
+      else w.resolve();
+    });
+    const gone = () => {
+      if (this.worker === worker) this.worker = null;
+      for (const w of this.waiting.values()) w.reject(new Error('text indexer stopped'));
+      this.waiting.clear();
+    };
+    worker.on('error', gone);
+    worker.on('exit', gone);
+    worker.unref();
+    this.worker = worker;
+    // Entries the index has taken are removed now and then, here on the main connection (the
+    // indexer thread never writes the records' database).
+    this.trimTimer = setInterval(() => void this.trim().catch(() => {}), 5000);
+    this.trimTimer.unref();
+  }
+
+  private trimTimer: NodeJS.Timeout | null = null;
+
+  private async trim(): Promise<void> {
+    const h = this.store.sqlite!;
+    await this.store.db.connection().execute(async () => {
+      if (!h.inTransaction) trimQueue(h);
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.trimTimer) clearInterval(this.trimTimer);
+    this.trimTimer = null;
+    const worker = this.worker;
+    this.worker = null;
+    if (worker) await worker.terminate();
+  }
+
+  /** Queue entries waiting to be indexed. */
+  async pending(): Promise<number> {
+    if (!this.enabled) return 0;
+    return this.store.db.connection().execute(async () => {
+      const h = this.store.sqlite!;
+      return Number(
+        h.prepare('select count(*) from records_text_queue where seq > ?').pluck().get(indexedSeq(h)),
+      );
+    });
+  }
+
+  /** Indexes until the queue is empty (tests and benchmarks): on the indexer thread when it runs. */
+  async drain(): Promise<void> {
+    if (!this.enabled) return;
+    const worker = this.worker;
+    if (worker) {
+      const id = this.nextId++;
+      worker.ref();
+      try {
+        await new Promise<void>((resolve, reject) => {
+          this.waiting.set(id, { resolve, reject });
+          worker.postMessage({ id, kind: 'drain' });
+        });
+      } finally {
+        worker.unref();
+      }
+      await this.trim();
+      return;
+    }
+    const h = this.store.sqlite!;
+    // Here, between other uses of the main connection, never inside one of their transactions.
+    while (
+      await this.store.db.connection().execute(async () => (h.inTransaction ? 0 : indexQueued(h, 50)))
+    ) {}
+    await this.trim();
+  }
+
+  /** Empties the index and queues every record again (repair). */
+  async rebuild(): Promise<void> {
+    if (!this.enabled) return;
+    await this.store.db.connection().execute(async () => rebuildTextIndex(this.store.sqlite!));
+  }
+}
+
+interface Job {
+  resolve: (rows: RecordRowRead[]) => void;
+  reject: (err: Error) => void;
+}
+
+interface Reader {
+  worker: Worker;
+  jobs: Map<number, Job>;
+}
+
+/** A search thread (search-worker.ts) on the database file: a `reader` or the `indexer`. */
+function spawnSearchWorker(file: string, role: 'reader' | 'indexer'): Worker {
+  const boot = readerBootstrap();
+  const workerData = { file, role };
+  return 'code' in boot
+    ? new Worker(boot.code, { eval: true, workerData })
+    : new Worker(boot.url, { workerData });
+}
+
+/** The code that starts a search thread: under tsx (TypeScript sources) it registers tsx first. */
+function readerBootstrap(): { code: string; eval: true } | { url: URL } {
+  const url = new URL(
+    import.meta.url.endsWith('.ts') ? './search-worker.ts' : './search-worker.js',
+    import.meta.url,
+  );
+  if (!import.meta.url.endsWith('.ts')) return { url };
+  const tsx = import.meta.resolve('tsx/esm/api');
+  return {
+    eval: true,
+    code: `import(${JSON.stringify(tsx)}).then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`,
+  };
+}
+
+/**
+ * A small pool of SQLite reader threads (search-worker.ts), started on first use. A job goes to an
+ * idle thread, or a new one while under the limit, else to the least loaded.
+ */
+export class SqliteReaders {
+  private readers: Reader[] = [];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly file: string,
+    private readonly max: number,
+  ) {}
+
+  private spawn(): Reader {
+    const worker = spawnSearchWorker(this.file, 'reader');
+    const reader: Reader = { worker, jobs: new Map() };
+    worker.on(
+      'message',
+      (msg: { id: number; rows?: RecordRowRead[]; error?: { message: string; code?: string } }) => {
+        const job = reader.jobs.get(msg.id);
+        if (!job) return;
+        reader.jobs.delete(msg.id);
+        // An idle reader does not keep the process alive; a busy one does.
+        if (reader.jobs.size === 0) worker.unref();
+        if (msg.error) job.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
+        else job.resolve(msg.rows ?? []);
+      },
+    );
+    const fail = (err: Error) => {
+      this.readers = this.readers.filter((r) => r !== reader);
+      for (const job of reader.jobs.values()) job.reject(err);
+      reader.jobs.clear();
+    };
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`search reader exited (${code})`)));
+    worker.unref();
+    this.readers.push(reader);
+    return reader;
+  }
+
+  run(query: RecordSearch, candidateCap: number): Promise<RecordRowRead[]> {
+    if (this.closed) return Promise.reject(new Error('search readers are closed'));
+    let reader = this.readers.find((r) => r.jobs.size === 0);
+    if (!reader && this.readers.length < this.max) reader = this.spawn();
+    reader ??= this.readers.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      reader.jobs.set(id, { resolve, reject });
+      reader.worker.ref();
+      reader.worker.postMessage({ id, query, candidateCap });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = this.readers;
+    this.readers = [];
+    await Promise.all(all.map((r) => r.worker.terminate()));
+  }
+}

@@ -1,0 +1,271 @@
+/**
+ * Table shapes as Kysely sees them. Timestamps are epoch microseconds (integers) on both stores;
+ * JSON columns are TEXT on SQLite and JSONB on PostgreSQL (write with JSON.stringify, read with
+ * parseJson); booleans are 0/1 integers on both so that compiled filters read the same.
+ */
+export interface UsersTable {
+  id: string;
+  email: string;
+  password_hash: string | null;
+  first_name: string;
+  last_name: string;
+  role: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  user_id: string;
+  description: string;
+  key_hash: string;
+  /** First characters of the key, shown in listings so users can tell keys apart. */
+  key_prefix: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface GroupsTable {
+  id: string;
+  name: string;
+  description: string | null;
+  created_by: string;
+  created_at: number;
+}
+
+export interface GroupMembersTable {
+  group_id: string;
+  user_id: string;
+  created_at: number;
+}
+
+export interface ProjectsTable {
+  id: string;
+  name: string;
+  type: string;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ProjectCollaboratorsTable {
+  id: string;
+  project_id: string;
+  user_id: string | null;
+  group_id: string | null;
+  role: string;
+  created_at: number;
+}
+
+export interface RunsTable {
+  id: string;
+  project_id: string;
+  /** 'log_stream' | 'experiment' */
+  kind: string;
+  name: string;
+  created_by: string;
+  created_at: number;
+  updated_at: number;
+  num_traces: number;
+  num_spans: number;
+  has_user_created_sessions: number;
+}
+
+/**
+ * Every trace, span and session. Common metrics are real columns; the rest is JSON.
+ * `input_text`/`output_text` hold the flattened text of input and output that text filters use.
+ */
+export interface RecordsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  /** trace | agent | workflow | llm | tool | retriever | control | http | session */
+  type: string;
+  session_id: string | null;
+  trace_id: string | null;
+  parent_id: string | null;
+  name: string;
+  created_at: number;
+  updated_at: number;
+  is_complete: number;
+  status_code: number | null;
+  duration_ns: number | null;
+  num_input_tokens: number | null;
+  num_output_tokens: number | null;
+  num_total_tokens: number | null;
+  num_cache_read_input_tokens: number | null;
+  num_cache_creation_input_tokens: number | null;
+  time_to_first_token_ns: number | null;
+  model: string | null;
+  external_id: string | null;
+  error_message: string | null;
+  input_text: string | null;
+  output_text: string | null;
+  /** Other metric keys (JSON object of numbers). */
+  metrics: string | null;
+  user_metadata: string | null;
+  dataset_metadata: string | null;
+  tags: string | null;
+  /** Everything else the client sent (input/output as JSON, model parameters, tools, ...). */
+  body: string | null;
+  /** num_traces for sessions, num_spans for traces. */
+  num_children: number;
+}
+
+/**
+ * Every metrics/*, user_metadata/*, dataset_metadata/* key seen in a run, per record type and data
+ * type, with when it was first and last seen (kept current by ingestion).
+ */
+export interface ColumnCatalogueTable {
+  run_id: string;
+  /** e.g. 'metrics/latency', 'user_metadata/customer' */
+  column_id: string;
+  record_type: string;
+  /** text | integer | floating_point | boolean */
+  data_type: string;
+  first_seen: number;
+  last_seen: number;
+}
+
+/** Token usage per log stream per UTC day (sums over llm spans created that day). */
+export interface TokenUsageTable {
+  id: string;
+  project_id: string;
+  log_stream_id: string;
+  /** Epoch microseconds of the start of the UTC day. */
+  day: number;
+  input_tokens: number;
+  output_tokens: number;
+  cache_read_input_tokens: number;
+  cache_creation_input_tokens: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A trends dashboard of a log stream. Times as elsewhere in microseconds, except the range. */
+export interface DashboardsTable {
+  id: string;
+  project_id: string;
+  log_stream_id: string;
+  name: string;
+  description: string | null;
+  is_default: number;
+  visibility: string;
+  created_by: string | null;
+  is_favorited: number;
+  /** JSON object: layout key → list of integers. */
+  layout_map: string;
+  interval_mins: number;
+  group_by: string | null;
+  /** JSON filter expression as the client sent it (validated). */
+  filter_tree: string | null;
+  /** Absolute range in epoch SECONDS (api.md), or null when relative_time is set. */
+  start_time: number | null;
+  end_time: number | null;
+  relative_time: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DashboardSectionsTable {
+  id: string;
+  dashboard_id: string;
+  name: string;
+  description: string | null;
+  color: string | null;
+  /** Order of creation within the dashboard. */
+  position: number;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DashboardWidgetsTable {
+  id: string;
+  dashboard_id: string;
+  section_id: string | null;
+  name: string;
+  description: string | null;
+  type: string;
+  /** JSON list of objects mapping a key to a list of strings, or null. */
+  dataset: string | null;
+  metric: string;
+  aggregation: string;
+  /** Order of creation within the dashboard. */
+  position: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A model-provider integration. The token is only ever stored sealed (AES-256-GCM). */
+export interface IntegrationsTable {
+  id: string;
+  /** One of the integration kinds, e.g. 'example_gateway'. */
+  name: string;
+  created_by: string;
+  /** The user whose own integration of this name it is (their PUT updates it), or null once released. */
+  holder_id: string | null;
+  /** JSON: endpoint, use_case, multi_modal_config (nothing secret). */
+  config: string;
+  token_ciphertext: string;
+  /** Fingerprint of the key that sealed the token. */
+  key_id: string;
+  is_disabled: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A user or a group an integration is shared with (exactly one of user_id, group_id). */
+export interface IntegrationCollaboratorsTable {
+  id: string;
+  integration_id: string;
+  user_id: string | null;
+  group_id: string | null;
+  role: string;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The saved Signals configuration of one run (log stream or experiment). */
+export interface SignalsConfigurationsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  run_mode: string;
+  schedule_type: string;
+  schedule_cron: string;
+  schedule_timezone: string;
+  /** YYYY-MM-DD */
+  start_date: string | null;
+  end_date: string | null;
+  scheduled_runs_enabled: number;
+  model: string | null;
+  integration_id: string | null;
+  focus_on: string;
+  dont_focus_on: string;
+  /** JSON list of severities. */
+  notification_severities: string;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DB {
+  users: UsersTable;
+  api_keys: ApiKeysTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  projects: ProjectsTable;
+  project_collaborators: ProjectCollaboratorsTable;
+  runs: RunsTable;
+  records: RecordsTable;
+  column_catalogue: ColumnCatalogueTable;
+  token_usage: TokenUsageTable;
+  dashboards: DashboardsTable;
+  dashboard_sections: DashboardSectionsTable;
+  dashboard_widgets: DashboardWidgetsTable;
+  integrations: IntegrationsTable;
+  integration_collaborators: IntegrationCollaboratorsTable;
+  signals_configurations: SignalsConfigurationsTable;
+}

@@ -1,0 +1,134 @@
+import type { Kysely } from 'kysely';
+import type { ApiKeysTable, DB, GroupsTable, UsersTable } from './tables.ts';
+
+export type UserRow = UsersTable;
+export type ApiKeyRow = ApiKeysTable;
+export type GroupRow = GroupsTable;
+
+/** Users, their API keys, groups and group membership. */
+export class UsersRepo {
+  constructor(private readonly db: Kysely<DB>) {}
+
+  count(): Promise<number> {
+    return this.db
+      .selectFrom('users')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+      .then((r) => Number(r.n));
+  }
+
+  async insert(user: UserRow): Promise<void> {
+    await this.db.insertInto('users').values(user).execute();
+  }
+
+  byId(id: string): Promise<UserRow | undefined> {
+    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  byEmail(email: string): Promise<UserRow | undefined> {
+    // No stored email holds NUL, and PostgreSQL cannot compare text with one (a login would 500).
+    if (email.includes('\u0000')) return Promise.resolve(undefined);
+    return this.db
+      .selectFrom('users')
+      .selectAll()
+      .where('email', '=', email.toLowerCase())
+      .executeTakeFirst();
+  }
+
+  byIds(ids: string[]): Promise<UserRow[]> {
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.db.selectFrom('users').selectAll().where('id', 'in', ids).execute();
+  }
+
+  list(): Promise<UserRow[]> {
+    return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
+  }
+
+  async insertKey(key: ApiKeyRow): Promise<void> {
+    await this.db.insertInto('api_keys').values(key).execute();
+  }
+
+  keyByHash(hash: string): Promise<ApiKeyRow | undefined> {
+    return this.db.selectFrom('api_keys').selectAll().where('key_hash', '=', hash).executeTakeFirst();
+  }
+
+  keysOf(userId: string): Promise<ApiKeyRow[]> {
+    return this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .execute();
+  }
+
+  async revokeKey(userId: string, keyId: string, at: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable('api_keys')
+      .set({ revoked_at: at })
+      .where('id', '=', keyId)
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) > 0;
+  }
+
+  async touchKey(keyId: string, at: number): Promise<void> {
+    await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
+  }
+
+  async insertGroup(group: GroupRow): Promise<void> {
+    await this.db.insertInto('groups').values(group).execute();
+  }
+
+  groupById(id: string): Promise<GroupRow | undefined> {
+    return this.db.selectFrom('groups').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  groupByName(name: string): Promise<GroupRow | undefined> {
+    if (name.includes('\u0000')) return Promise.resolve(undefined);
+    return this.db.selectFrom('groups').selectAll().where('name', '=', name).executeTakeFirst();
+  }
+
+  listGroups(): Promise<GroupRow[]> {
+    return this.db.selectFrom('groups').selectAll().orderBy('created_at').orderBy('id').execute();
+  }
+
+  async addMembers(groupId: string, userIds: string[], at: number): Promise<void> {
+    if (userIds.length === 0) return;
+    await this.db
+      .insertInto('group_members')
+      .values(userIds.map((user_id) => ({ group_id: groupId, user_id, created_at: at })))
+      .onConflict((oc) => oc.columns(['group_id', 'user_id']).doNothing())
+      .execute();
+  }
+
+  async removeMember(groupId: string, userId: string): Promise<boolean> {
+    const r = await this.db
+      .deleteFrom('group_members')
+      .where('group_id', '=', groupId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+
+  members(groupId: string): Promise<UserRow[]> {
+    return this.db
+      .selectFrom('group_members')
+      .innerJoin('users', 'users.id', 'group_members.user_id')
+      .selectAll('users')
+      .where('group_members.group_id', '=', groupId)
+      .orderBy('users.email')
+      .execute();
+  }
+
+  /** Ids of the groups a user belongs to (for role checks through group sharing). */
+  groupIdsOf(userId: string): Promise<string[]> {
+    return this.db
+      .selectFrom('group_members')
+      .select('group_id')
+      .where('user_id', '=', userId)
+      .execute()
+      .then((rows) => rows.map((r) => r.group_id));
+  }
+}

@@ -1,0 +1,722 @@
+/**
+ * Authorization matrix, generated from the route table (`/openapi.json`) and one declared rule per
+ * route: every route × {no credentials, a wrong key, a revoked key, an expired token, a user the
+ * project is not shared with, each collaborator role, admin}, with the status each cell must answer.
+ *
+ * A route without a rule in RULES fails the test: add its rule when you add the route. Rules for
+ * routes that are not served yet are listed as pending (they are other helpers' routes in progress).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { SignJWT } from 'jose';
+import type { Role } from '../../src/domain/roles.ts';
+import { ROLES, atLeast } from '../../src/domain/roles.ts';
+import { put, validArb } from '../helpers/arbitraries.ts';
+import {
+  type JsonSchema,
+  type Operation,
+  RefResolver,
+  contractProblem,
+  fillPath,
+  operations,
+  queryString,
+} from '../helpers/openapi.ts';
+import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
+import { knownBatch } from '../helpers/world.ts';
+
+// ---------------------------------------------------------------------------------------------
+// The rules.
+
+/**
+ * - public: answers without credentials (not part of the matrix beyond "no 5xx").
+ * - self: any signed-in user, acting on their own things.
+ * - admin: admins only; everyone else 403.
+ * - project: needs `role` on the project in the path; a user who cannot see it gets 404.
+ * - integration: needs `role` on the integration in the path; a user who cannot see it gets 404.
+ */
+type Rule =
+  | { kind: 'public' }
+  | { kind: 'self' }
+  | { kind: 'admin' }
+  | { kind: 'project'; role: Role }
+  | { kind: 'integration'; role: Role };
+
+interface RouteRule {
+  rule: Rule;
+  /** Builds a request that succeeds for a caller with enough rights (defaults: world ids, generated body). */
+  build?: (c: CellContext) => Promise<Partial<Req>> | Partial<Req>;
+  /** The request changes or removes its target: each allowed cell gets a fresh world. */
+  destructive?: boolean;
+}
+
+interface Req {
+  path: Record<string, string>;
+  query: Record<string, unknown>;
+  body: unknown;
+  contentType: string;
+  /** Extra request headers (the OTLP route names its target in headers). */
+  headers?: Record<string, string>;
+}
+
+const pub: RouteRule = { rule: { kind: 'public' } };
+const self: RouteRule = { rule: { kind: 'self' } };
+const admin: RouteRule = { rule: { kind: 'admin' } };
+const project = (role: Role, extra: Partial<RouteRule> = {}): RouteRule => ({
+  rule: { kind: 'project', role },
+  ...extra,
+});
+const integration = (role: Role, extra: Partial<RouteRule> = {}): RouteRule => ({
+  rule: { kind: 'integration', role },
+  ...extra,
+});
+
+let unique = 0;
+const uniq = (p: string) => `${p}-${Date.now().toString(36)}-${unique++}`;
+
+const WIDGET = { name: 'w', type: 'number', metric: 'id', aggregation: 'Count' };
+
+/** A widget or section of the world's dashboard, made by its owner; its id. */
+async function dashboardPart(c: CellContext, kind: 'widgets' | 'sections'): Promise<string> {
+  const url = `/v2/projects/${c.w.ids.project_id}/log_streams/${c.w.log_stream_id}/trends/${c.w.ids.dashboard_id}/${kind}`;
+  const r = await c.s.call(
+    'POST',
+    url,
+    kind === 'widgets' ? WIDGET : { name: uniq('section') },
+    c.w.owner.key,
+  );
+  assert.equal(r.status, 200, r.text);
+  return r.body.id;
+}
+
+export const RULES: Record<string, RouteRule> = {
+  // --- foundation: health, login, users, keys, groups -----------------------------------------
+  'GET /v2/healthcheck': pub,
+  // Public, with credentials that work: failed logins would throttle the address the matrix uses.
+  'POST /login': {
+    ...pub,
+    build: (c) => ({ body: { username: c.w.owner.email, password: c.w.owner.password } }),
+  },
+  'POST /v2/login': {
+    ...pub,
+    build: (c) => ({ body: { username: c.w.owner.email, password: c.w.owner.password } }),
+  },
+  'POST /v2/login/api_key': { ...pub, build: (c) => ({ body: { api_key: c.w.owner.key } }) },
+  'GET /v2/current_user': self,
+  'POST /v2/users': { ...admin, build: () => ({ body: { email: `${uniq('u')}@example.com` } }) },
+  'GET /v2/users': admin,
+  'GET /v2/users/{user_id}': { ...self, build: (c) => ({ path: { user_id: c.caller.id ?? c.w.owner.id } }) },
+  'POST /v2/users/api_keys': self,
+  'GET /v2/users/api_keys': self,
+  'DELETE /v2/users/api_keys/{api_key_id}': {
+    ...self,
+    destructive: true,
+    build: async (c) => {
+      // The caller's own spare key (the owner's for callers without a working key).
+      const who = c.caller.id ? c.caller : c.w.owner;
+      const k = await c.s.call(
+        'POST',
+        '/v2/users/api_keys',
+        { description: 'spare' },
+        who.key ?? c.s.adminKey,
+      );
+      return { path: { api_key_id: k.body.id } };
+    },
+  },
+  'POST /v2/groups': { ...admin, build: () => ({ body: { name: uniq('g') } }) },
+  'GET /v2/groups': self,
+  'POST /v2/groups/{group_id}/members': {
+    ...admin,
+    build: (c) => ({ body: [{ user_id: c.w.bystander.id }] }),
+  },
+  'GET /v2/groups/{group_id}/members': self,
+  'DELETE /v2/groups/{group_id}/members/{user_id}': {
+    ...admin,
+    destructive: true,
+    build: async (c) => {
+      await c.s.call('POST', `/v2/groups/${c.w.group_id}/members`, [{ user_id: c.w.bystander.id }]);
+      return { path: { group_id: c.w.group_id, user_id: c.w.bystander.id } };
+    },
+  },
+
+  // --- foundation: projects and runs ------------------------------------------------------------
+  'POST /v2/projects': { ...self, build: () => ({ body: { name: uniq('p') } }) },
+  'GET /v2/projects': self,
+  'GET /v2/projects/all': self,
+  'GET /v2/projects/{project_id}': project('viewer'),
+  'DELETE /v2/projects/{project_id}': project('owner', { destructive: true }),
+  'POST /v2/projects/{project_id}/collaborators': project('owner', {
+    build: (c) => ({ body: { user_id: c.w.bystander.id, role: 'viewer' } }),
+  }),
+  'POST /v2/projects/{project_id}/log_streams': project('editor', {
+    build: () => ({ body: { name: uniq('ls') } }),
+  }),
+  'GET /v2/projects/{project_id}/log_streams': project('viewer'),
+  'GET /v2/projects/{project_id}/log_streams/{run_id}': project('viewer'),
+  'POST /v2/projects/{project_id}/log_streams/search': project('viewer'),
+  'POST /v2/projects/{project_id}/experiments': project('editor', {
+    build: () => ({ body: { name: uniq('ex') } }),
+  }),
+  'GET /v2/projects/{project_id}/experiments': project('viewer'),
+  'GET /v2/projects/{project_id}/experiments/{run_id}': project('viewer', {
+    build: (c) => ({ path: { run_id: c.w.ids.experiment_id } }),
+  }),
+
+  // --- ingestion (another helper's; rules to confirm when the routes land) ----------------------
+  'POST /v2/projects/{project_id}/traces': project('editor', {
+    build: (c) => ({ body: knownBatch(c.w.log_stream_id, 1, 'authz') }),
+  }),
+  'POST /v2/projects/{project_id}/sessions': project('editor', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id, name: uniq('session') } }),
+  }),
+  'POST /v2/projects/{project_id}/spans': project('editor', {
+    build: (c) => ({
+      body: {
+        log_stream_id: c.w.log_stream_id,
+        trace_id: c.w.ids.trace_id,
+        parent_id: c.w.ids.trace_id,
+        spans: [{ type: 'tool', name: uniq('added'), input: 'in', output: 'out' }],
+      },
+    }),
+  }),
+  'GET /v2/projects/{project_id}/traces/{trace_id}': project('viewer'),
+  'GET /v2/projects/{project_id}/spans/{span_id}': project('viewer'),
+  'GET /v2/projects/{project_id}/sessions/{session_id}': project('viewer'),
+  'PATCH /v2/projects/{project_id}/traces/{trace_id}': project('editor'),
+  'PATCH /v2/projects/{project_id}/spans/{span_id}': project('editor'),
+
+  // --- search and columns (another helper's) --------------------------------------------------------
+  'POST /v2/projects/{project_id}/sessions/search': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/traces/search': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/spans/search': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/sessions/available_columns': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/traces/available_columns': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/spans/available_columns': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/logstream_insights/token_usage': project(
+    'viewer',
+    {
+      build: () => ({ body: {} }),
+    },
+  ),
+
+  // --- trends dashboards (another helper's) -----------------------------------------------------
+  'PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends': project('editor', {
+    build: () => ({ body: { name: uniq('dash') }, query: {} }),
+  }),
+  'GET /v2/projects/{project_id}/log_streams/{log_stream_id}/trends': project('viewer'),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/trends': project('editor', {
+    build: () => ({ body: { name: uniq('dash') } }),
+  }),
+  'GET /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}': project('viewer'),
+  'DELETE /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}': project('editor', {
+    destructive: true,
+  }),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/query': project(
+    'viewer',
+    {
+      build: () => ({ body: {} }),
+    },
+  ),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/widgets': project(
+    'editor',
+    {
+      build: () => ({ body: WIDGET }),
+    },
+  ),
+  'PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/widgets/{widget_id}':
+    project('editor', {
+      build: async (c) => ({
+        path: { widget_id: await dashboardPart(c, 'widgets') },
+        body: { name: 'renamed' },
+      }),
+    }),
+  'DELETE /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/widgets/{widget_id}':
+    project('editor', {
+      destructive: true,
+      build: async (c) => ({ path: { widget_id: await dashboardPart(c, 'widgets') } }),
+    }),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/sections': project(
+    'editor',
+    {
+      build: () => ({ body: { name: uniq('section') } }),
+    },
+  ),
+  'PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/sections/{section_id}':
+    project('editor', {
+      build: async (c) => ({
+        path: { section_id: await dashboardPart(c, 'sections') },
+        body: { name: 'renamed' },
+      }),
+    }),
+  'DELETE /v2/projects/{project_id}/log_streams/{log_stream_id}/trends/{dashboard_id}/sections/{section_id}':
+    project('editor', {
+      destructive: true,
+      build: async (c) => ({ path: { section_id: await dashboardPart(c, 'sections') } }),
+    }),
+
+  // --- integrations and Signals (another helper's) ---------------------------------------------------
+  'PUT /v2/integrations/example_gateway': {
+    ...self,
+    build: () => ({
+      body: { endpoint: 'https://gateway.example.com/v1', use_case: 'chat', token: uniq('tok') },
+    }),
+  },
+  'GET /v2/integrations': self,
+  'GET /v2/integrations/{integration_id}': integration('viewer'),
+  'DELETE /v2/integrations/{integration_id}': integration('owner', { destructive: true }),
+  'PATCH /v2/integrations/{integration_id}/users/{user_id}': integration('owner', {
+    build: (c) => ({ path: { user_id: c.w.viewer.id }, body: { role: 'viewer' } }),
+  }),
+  'PATCH /v2/integrations/{integration_id}/groups/{group_id}': integration('owner', {
+    build: () => ({ body: { role: 'viewer' } }),
+  }),
+  'POST /v2/integrations/{integration_id}/users': integration('owner', {
+    build: (c) => ({ body: [{ user_id: c.w.bystander.id, role: 'viewer' }] }),
+  }),
+  'POST /v2/integrations/{integration_id}/groups': integration('owner', {
+    build: (c) => ({ body: [{ group_id: c.w.group_id, role: 'viewer' }] }),
+  }),
+  'GET /v2/integrations/{integration_id}/users': integration('viewer'),
+  'GET /v2/integrations/{integration_id}/groups': integration('viewer'),
+  'DELETE /v2/integrations/{integration_id}/users/{user_id}': integration('owner', {
+    destructive: true,
+    build: async (c) => {
+      // One integration per user lives across worlds: share it with the bystander again first.
+      const url = `/v2/integrations/${c.w.ids.integration_id}/users`;
+      await c.s.call('POST', url, [{ user_id: c.w.bystander.id, role: 'viewer' }], c.w.owner.key);
+      return { path: { user_id: c.w.bystander.id } };
+    },
+  }),
+  'DELETE /v2/integrations/{integration_id}/groups/{group_id}': integration('owner', {
+    destructive: true,
+    build: async (c) => {
+      const url = `/v2/integrations/${c.w.ids.integration_id}/groups`;
+      await c.s.call('POST', url, [{ group_id: c.w.group_id, role: 'viewer' }], c.w.owner.key);
+      return {};
+    },
+  }),
+
+  // --- OpenTelemetry ingestion (another helper's): the target is named in headers -------------------
+  ...Object.fromEntries(
+    // The aliases (/otel/traces, /v2/otel/...) are hidden from /openapi.json; the one listed is checked.
+    ['/otel/v1/traces'].map((p) => [
+      `POST ${p}`,
+      project('editor', {
+        build: (c: CellContext) => ({
+          headers: { projectid: c.w.ids.project_id, logstreamid: c.w.log_stream_id },
+          contentType: 'application/json',
+          body: { resourceSpans: [] },
+        }),
+      }),
+    ]),
+  ),
+  'GET /v2/projects/{project_id}/runs/{run_id}/signals/configuration': project('viewer'),
+  'PUT /v2/projects/{project_id}/runs/{run_id}/signals/configuration': project('editor', {
+    build: () => ({ body: { run_mode: 'ON_DEMAND' } }),
+  }),
+};
+
+// ---------------------------------------------------------------------------------------------
+// Principals and the world each route is checked in.
+
+type Auth = Record<string, string> | null;
+
+interface Person {
+  id: string;
+  email: string;
+  key: string;
+  password: string;
+}
+
+interface Principal {
+  name: string;
+  /** How this principal authenticates (various schemes, to cover all four). */
+  auth: Auth;
+  /** The person behind it (null for the four credential faults). */
+  id: string | null;
+  key: string | null;
+  /** 'cred' for the four credential faults; 'stranger', a collaborator role, or 'admin'. */
+  as: 'cred' | 'stranger' | Role | 'admin';
+}
+
+interface World {
+  owner: Person;
+  viewer: Person;
+  annotator: Person;
+  editor: Person;
+  stranger: Person;
+  bystander: Person;
+  group_id: string;
+  ids: Record<string, string>;
+  log_stream_id: string;
+}
+
+interface CellContext {
+  s: TestServer;
+  w: World;
+  caller: Principal;
+  op: Operation;
+}
+
+function expected(rule: Rule, p: Principal): number | '2xx' {
+  if (p.as === 'cred') return 401;
+  switch (rule.kind) {
+    case 'public':
+    case 'self':
+      return '2xx';
+    case 'admin':
+      return p.as === 'admin' ? '2xx' : 403;
+    case 'project':
+    case 'integration':
+      if (p.as === 'admin') return '2xx';
+      if (p.as === 'stranger') return 404;
+      return atLeast(p.as, rule.role) ? '2xx' : 403;
+  }
+}
+
+function seedOf(text: string): number {
+  let h = 2166136261;
+  for (const ch of text) h = Math.imul(h ^ ch.charCodeAt(0), 16777619) >>> 0;
+  return h % 2 ** 31;
+}
+
+const summary: string[] = [];
+
+for (const store of storesUnderTest()) {
+  describe(`authorization matrix [${store}]`, () => {
+    let s: TestServer;
+    let ops: Operation[];
+    let resolver: RefResolver;
+    let principals: Principal[];
+    let people: Omit<World, 'group_id' | 'ids' | 'log_stream_id'>;
+    let groupId: string;
+
+    before(async () => {
+      s = await startTestServer(store);
+      const doc: JsonSchema = (await s.call('GET', '/openapi.json', undefined, null)).body;
+      ops = operations(doc);
+      resolver = new RefResolver(doc);
+      const mkPerson = async (): Promise<Person> => {
+        const u = await s.user();
+        return { id: u.id, email: u.email, key: u.key, password: u.password };
+      };
+      people = {
+        owner: await mkPerson(),
+        viewer: await mkPerson(),
+        annotator: await mkPerson(),
+        editor: await mkPerson(),
+        stranger: await mkPerson(),
+        bystander: await mkPerson(),
+      };
+      groupId = (await s.call('POST', '/v2/groups', { name: 'authz-group' })).body.id;
+
+      // The four credential faults, all aimed at the owner.
+      const revoked = await s.call(
+        'POST',
+        '/v2/users/api_keys',
+        { description: 'revoked' },
+        people.owner.key,
+      );
+      await s.call('DELETE', `/v2/users/api_keys/${revoked.body.id}`, undefined, people.owner.key);
+      const expiredToken = await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256' })
+        .setSubject(people.owner.id)
+        .setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
+        .setExpirationTime(Math.floor(Date.now() / 1000) - 60)
+        .sign(s.running.services.keyring.derive('jwt'));
+      const bearer = async (key: string) =>
+        (await s.call('POST', '/v2/login/api_key', { api_key: key }, null)).body.access_token as string;
+      const basic = (p: Person) => `Basic ${Buffer.from(`${p.email}:${p.password}`).toString('base64')}`;
+      principals = [
+        { name: 'no credentials', auth: null, id: null, key: null, as: 'cred' },
+        {
+          name: 'wrong key',
+          auth: { 'service-api-key': `sb_${'x'.repeat(43)}` },
+          id: null,
+          key: null,
+          as: 'cred',
+        },
+        {
+          name: 'revoked key',
+          auth: { 'service-api-key': revoked.body.api_key },
+          id: null,
+          key: null,
+          as: 'cred',
+        },
+        {
+          name: 'expired token',
+          auth: { authorization: `Bearer ${expiredToken}` },
+          id: null,
+          key: null,
+          as: 'cred',
+        },
+        {
+          name: "another user's project",
+          auth: { 'service-api-key': people.stranger.key },
+          id: people.stranger.id,
+          key: people.stranger.key,
+          as: 'stranger',
+        },
+        {
+          name: 'viewer',
+          auth: { authorization: `Bearer ${await bearer(people.viewer.key)}` },
+          id: people.viewer.id,
+          key: people.viewer.key,
+          as: 'viewer',
+        },
+        {
+          name: 'annotator',
+          auth: { 'platform-ao-api-key': people.annotator.key },
+          id: people.annotator.id,
+          key: people.annotator.key,
+          as: 'annotator',
+        },
+        {
+          name: 'editor',
+          auth: { authorization: basic(people.editor) },
+          id: people.editor.id,
+          key: people.editor.key,
+          as: 'editor',
+        },
+        {
+          name: 'owner',
+          auth: { 'service-api-key': people.owner.key },
+          id: people.owner.id,
+          key: people.owner.key,
+          as: 'owner',
+        },
+        {
+          name: 'admin',
+          auth: { 'service-api-key': s.adminKey },
+          id: s.adminId,
+          key: s.adminKey,
+          as: 'admin',
+        },
+      ];
+    });
+    after(() => s?.close());
+
+    const has = (key: string) => ops.some((o) => o.key === key);
+
+    /** A project owned by `owner`, shared with viewer, annotator and editor, with whatever exists to point at. */
+    async function makeWorld(): Promise<World> {
+      const { owner } = people;
+      const ok = async (method: string, url: string, body?: unknown, key = owner.key) => {
+        const r = await s.call(method, url, body, key);
+        assert.ok(r.status < 300, `world: ${method} ${url} → ${r.status} ${r.text}`);
+        return r.body;
+      };
+      const p = await ok('POST', '/v2/projects', { name: uniq('authz') });
+      const ls = await ok('POST', `/v2/projects/${p.id}/log_streams`, { name: 'ls' });
+      const ex = await ok('POST', `/v2/projects/${p.id}/experiments`, { name: 'ex' });
+      for (const role of ['viewer', 'annotator', 'editor'] as const)
+        await ok('POST', `/v2/projects/${p.id}/collaborators`, { user_id: people[role].id, role });
+      const ids: Record<string, string> = {
+        project_id: p.id,
+        log_stream_id: ls.id,
+        run_id: ls.id,
+        experiment_id: ex.id,
+        group_id: groupId,
+        user_id: people.bystander.id,
+      };
+      if (has('POST /v2/projects/{project_id}/sessions')) {
+        const session = await ok('POST', `/v2/projects/${p.id}/sessions`, {
+          log_stream_id: ls.id,
+          name: 'world',
+        });
+        ids.session_id = session.id;
+      }
+      if (has('POST /v2/projects/{project_id}/traces')) {
+        const batch = {
+          ...knownBatch(ls.id, 1, 'world'),
+          ...(ids.session_id ? { session_id: ids.session_id } : {}),
+        };
+        const r = await ok('POST', `/v2/projects/${p.id}/traces`, batch);
+        ids.trace_id = batch.traces[0].id;
+        ids.span_id = batch.traces[0].spans[0].id;
+        if (r.session_id && !ids.session_id) ids.session_id = r.session_id;
+      }
+      if (has('PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends')) {
+        const d = await ok('PUT', `/v2/projects/${p.id}/log_streams/${ls.id}/trends`, { name: 'world' });
+        ids.trends_dashboard_id = d.id;
+        ids.dashboard_id = d.id;
+      }
+      if (has('PUT /v2/integrations/example_gateway')) {
+        // One integration per user: the owner's, shared like the project.
+        const i = await ok('PUT', '/v2/integrations/example_gateway', {
+          endpoint: 'https://gateway.example.com/v1',
+          use_case: 'chat',
+          token: uniq('provider-token'),
+        });
+        ids.integration_id = i.id;
+        if (has('POST /v2/integrations/{integration_id}/users')) {
+          await ok(
+            'POST',
+            `/v2/integrations/${i.id}/users`,
+            (['viewer', 'annotator', 'editor'] as const).map((role) => ({ user_id: people[role].id, role })),
+          );
+        }
+        if (has('POST /v2/integrations/{integration_id}/groups')) {
+          await ok('POST', `/v2/integrations/${i.id}/groups`, [{ group_id: groupId, role: 'viewer' }]);
+        }
+      }
+      return { ...people, group_id: groupId, ids, log_stream_id: ls.id };
+    }
+
+    async function requestFor(op: Operation, rr: RouteRule, w: World, caller: Principal): Promise<Req> {
+      const ct = op.body ? (Object.keys(op.body.content)[0] ?? 'application/json') : 'application/json';
+      const schema = op.body?.content[ct];
+      const pool = (name: string) =>
+        name === 'name' ? [uniq('x')] : w.ids[name] ? [w.ids[name]] : undefined;
+      const minimal = (sch: JsonSchema, tag: string) =>
+        fc.sample(validArb(sch, { resolver, pool, maxDepth: 0, maxString: 12 }), {
+          numRuns: 1,
+          seed: seedOf(op.key + tag),
+        })[0];
+      const path: Record<string, string> = {};
+      for (const p of op.pathParams) path[p.name] = w.ids[p.name] ?? crypto.randomUUID();
+      const query: Record<string, unknown> = {};
+      for (const q of op.queryParams) if (q.required) put(query, q.name, minimal(q.schema, q.name));
+      const built = rr.build ? await rr.build({ s, w, caller, op }) : {};
+      return {
+        path: { ...path, ...(built.path ?? {}) },
+        query: { ...query, ...(built.query ?? {}) },
+        body: 'body' in built ? built.body : schema ? minimal(schema, 'body') : undefined,
+        contentType: built.contentType ?? ct,
+        headers: built.headers,
+      };
+    }
+
+    async function send(op: Operation, req: Req, caller: Principal) {
+      const headers: Record<string, string> = { ...(req.headers ?? {}), ...(caller.auth ?? {}) };
+      let payload: string | undefined;
+      if (req.body !== undefined) {
+        headers['content-type'] = req.contentType;
+        payload =
+          req.contentType === 'application/x-www-form-urlencoded'
+            ? queryString(req.body as Record<string, unknown>)
+            : JSON.stringify(req.body);
+      }
+      const res = await s.running.app.inject({
+        method: op.method as any,
+        url: fillPath(op.path, req.path, req.query),
+        headers,
+        payload,
+      });
+      return { status: res.statusCode, text: res.body, headers: res.headers };
+    }
+
+    test('every served route has an authorization rule', () => {
+      const missing = ops.filter((o) => !RULES[o.key]).map((o) => o.key);
+      assert.deepEqual(
+        missing,
+        [],
+        `routes without a rule in RULES (test/api/authz.test.ts): ${missing.join(', ')}`,
+      );
+    });
+
+    test('every route × every principal answers as its rule says', async (t) => {
+      const pending = Object.keys(RULES).filter((k) => !has(k));
+      if (pending.length) t.diagnostic(`rules for routes not served yet: ${pending.join(', ')}`);
+      const rows: string[] = [];
+      let cells = 0;
+      for (const op of ops) {
+        const rr = RULES[op.key];
+        if (!rr) continue;
+        await t.test(op.key, async () => {
+          const faults: string[] = [];
+          const statuses: string[] = [];
+          let world = await makeWorld();
+          // Refusals first, so that a wrong success cannot spoil the allowed cells that follow.
+          const order = [...principals].sort(
+            (a, b) => Number(expected(rr.rule, a) === '2xx') - Number(expected(rr.rule, b) === '2xx'),
+          );
+          const results = new Map<string, number>();
+          for (const p of order) {
+            const want = expected(rr.rule, p);
+            if (rr.rule.kind === 'public') continue;
+            if (rr.destructive && want === '2xx') world = await makeWorld();
+            const req = await requestFor(op, rr, world, p);
+            const r = await send(op, req, p);
+            cells++;
+            results.set(p.name, r.status);
+            const problem = contractProblem(r.status, r.text, r.headers['content-type'] as string);
+            const ok = want === '2xx' ? r.status >= 200 && r.status < 300 : r.status === want;
+            if (problem || !ok)
+              faults.push(
+                `${p.name}: expected ${want}, got ${r.status}${problem ? ` (${problem})` : ''}: ${r.text.slice(0, 200)}`,
+              );
+            if (want === 401 && r.status === 401 && !r.headers['www-authenticate'])
+              faults.push(`${p.name}: a 401 without WWW-Authenticate`);
+          }
+          if (rr.rule.kind === 'public') {
+            // Public routes: whoever asks, never a 5xx.
+            const req = await requestFor(op, rr, world, principals[0]);
+            for (const p of principals) {
+              const r = await send(op, req, p);
+              cells++;
+              results.set(p.name, r.status);
+              if (r.status >= 500) faults.push(`${p.name}: ${r.status}`);
+            }
+          }
+          for (const p of principals) statuses.push(String(results.get(p.name) ?? '-').padStart(4));
+          rows.push(`${statuses.join('')}  ${op.key}`);
+          assert.deepEqual(faults, [], `${op.key} (${JSON.stringify(rr.rule)}):\n  ${faults.join('\n  ')}`);
+        });
+      }
+      const header = principals.map((_, i) => `  P${i}`).join('');
+      summary.push(
+        `authz[${store}]: ${ops.length} routes × ${principals.length} principals, ${cells} cells, ${pending.length} rules pending`,
+        `  ${principals.map((p, i) => `P${i}=${p.name}`).join(', ')}`,
+        `${header}`,
+        ...rows,
+      );
+    });
+
+    test('a role given through a group counts like a direct one, and roles never leak across projects', async () => {
+      const w = await makeWorld();
+      const member = await s.user();
+      await s.call('POST', `/v2/groups/${groupId}/members`, [{ user_id: member.id }]);
+      const pid = w.ids.project_id;
+      await s.call(
+        'POST',
+        `/v2/projects/${pid}/collaborators`,
+        { group_id: groupId, role: 'editor' },
+        w.owner.key,
+      );
+      const created = await s.call(
+        'POST',
+        `/v2/projects/${pid}/log_streams`,
+        { name: 'by-group' },
+        member.key,
+      );
+      assert.equal(created.status, 200, created.text);
+      const other = await makeWorld();
+      const elsewhere = await s.call('GET', `/v2/projects/${other.ids.project_id}`, undefined, member.key);
+      assert.equal(elsewhere.status, 404, 'a share on one project says nothing about another');
+      const del = await s.call('DELETE', `/v2/projects/${other.ids.project_id}`, undefined, member.key);
+      assert.equal(del.status, 404);
+      for (const role of ROLES.filter((r) => r !== 'owner')) {
+        const r = await s.call('DELETE', `/v2/projects/${pid}`, undefined, w[role].key);
+        assert.equal(r.status, 403, `a ${role} cannot delete the project`);
+      }
+      assert.equal((await s.call('GET', `/v2/projects/${pid}`, undefined, w.owner.key)).status, 200);
+    });
+  });
+}
+
+after(() => {
+  if (summary.length) process.stdout.write(`${summary.join('\n')}\n`);
+});
