@@ -151,11 +151,41 @@ function at(loc: Loc, key: string | number): Loc {
   return [...loc, key];
 }
 
-function str(c: Checker, o: Obj, key: string, loc: Loc, nullable = true): string | null | undefined {
+/**
+ * Longest external id, in UTF-16 units: a btree index entry (PostgreSQL allows 2704 bytes) must hold
+ * it with its run id, and a unit is at most 3 bytes of UTF-8.
+ */
+export const MAX_EXTERNAL_ID_LENGTH = 512;
+/** Longest metadata or metric key: keys are indexed in the column catalogue, as external ids are. */
+export const MAX_KEY_LENGTH = 512;
+
+/** False (and a 422 item) when a metadata or metric key is too long to index. */
+function keyFits(c: Checker, k: string, loc: Loc): boolean {
+  if (k.length <= MAX_KEY_LENGTH) return true;
+  c.fail(loc, 'value_error', `Keys should have at most ${MAX_KEY_LENGTH} characters`, k.slice(0, 64), {
+    max_length: MAX_KEY_LENGTH,
+  });
+  return false;
+}
+
+function str(
+  c: Checker,
+  o: Obj,
+  key: string,
+  loc: Loc,
+  nullable = true,
+  maxLength = Number.POSITIVE_INFINITY,
+): string | null | undefined {
   const v = o[key];
   if (v === undefined || (v === null && nullable)) return v as null | undefined;
   if (typeof v !== 'string') {
     c.fail(at(loc, key), 'string_type', 'Input should be a valid string', v);
+    return undefined;
+  }
+  if (v.length > maxLength) {
+    c.fail(at(loc, key), 'string_too_long', `String should have at most ${maxLength} characters`, v, {
+      max_length: maxLength,
+    });
     return undefined;
   }
   return v;
@@ -171,16 +201,33 @@ function uuid(c: Checker, o: Obj, key: string, loc: Loc): string | null | undefi
   return (v as string).toLowerCase();
 }
 
-function int(c: Checker, o: Obj, key: string, loc: Loc, min?: number): number | null | undefined {
+/** Bounds of the integer columns: int4 for small codes, the exactly representable range elsewhere. */
+const INT32 = { min: -2147483648, max: 2147483647 };
+const SAFE = { min: Number.MIN_SAFE_INTEGER, max: Number.MAX_SAFE_INTEGER };
+const NON_NEGATIVE = { min: 0, max: Number.MAX_SAFE_INTEGER };
+
+function int(
+  c: Checker,
+  o: Obj,
+  key: string,
+  loc: Loc,
+  bounds: { min: number; max: number } = SAFE,
+): number | null | undefined {
   const v = o[key];
   if (v === undefined || v === null) return v as null | undefined;
   if (typeof v !== 'number' || !Number.isInteger(v)) {
     c.fail(at(loc, key), 'int_type', 'Input should be a valid integer', v);
     return undefined;
   }
-  if (min !== undefined && v < min) {
-    c.fail(at(loc, key), 'greater_than_equal', `Input should be greater than or equal to ${min}`, v, {
-      ge: min,
+  if (v < bounds.min) {
+    c.fail(at(loc, key), 'greater_than_equal', `Input should be greater than or equal to ${bounds.min}`, v, {
+      ge: bounds.min,
+    });
+    return undefined;
+  }
+  if (v > bounds.max) {
+    c.fail(at(loc, key), 'less_than_equal', `Input should be less than or equal to ${bounds.max}`, v, {
+      le: bounds.max,
     });
     return undefined;
   }
@@ -228,7 +275,7 @@ function metadata(c: Checker, o: Obj, key: string, loc: Loc): Record<string, Sca
   const out: Record<string, Scalar> = {};
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined) continue;
+    if (x === null || x === undefined || !keyFits(c, k, [...loc, key, k])) continue;
     if (typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))) {
       out[k] = x;
     } else {
@@ -343,9 +390,9 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
   const ml = at(loc, 'metrics');
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined) continue;
+    if (x === null || x === undefined || !keyFits(c, k, at(ml, k))) continue;
     if ((PROMOTED_METRICS as readonly string[]).includes(k)) {
-      const n = int(c, v, k, ml, 0);
+      const n = int(c, v, k, ml, NON_NEGATIVE);
       if (typeof n === 'number') out[k] = n;
     } else if (typeof x === 'number' && Number.isFinite(x)) {
       out[k] = x;
@@ -474,12 +521,12 @@ function normalise(
   const userMetadata = metadata(c, o, 'user_metadata', loc) ?? {};
   const datasetMetadata = metadata(c, o, 'dataset_metadata', loc) ?? {};
   const tags = stringList(c, o, 'tags', loc) ?? [];
-  const statusCode = int(c, o, 'status_code', loc) ?? null;
+  const statusCode = int(c, o, 'status_code', loc, INT32) ?? null;
   const metrics = metricsOf(c, o, loc, type);
-  const externalId = str(c, o, 'external_id', loc) ?? null;
+  const externalId = str(c, o, 'external_id', loc, true, MAX_EXTERNAL_ID_LENGTH) ?? null;
   const datasetInput = str(c, o, 'dataset_input', loc);
   const datasetOutput = str(c, o, 'dataset_output', loc);
-  const stepNumber = int(c, o, 'step_number', loc);
+  const stepNumber = int(c, o, 'step_number', loc, INT32);
   const errorMessage = str(c, o, 'error_message', loc) ?? null;
   const complete = bool(c, o, 'is_complete', loc) ?? w.isComplete;
   const model = type === 'llm' ? (str(c, o, 'model', loc) ?? null) : null;
@@ -650,7 +697,7 @@ export function parseTracesRequest(body: unknown, query: Obj = {}, now: number):
   const o = requireObject(c, body);
   const t = target(c, o, query);
   const sessionId = uuid(c, o, 'session_id', ['body']) ?? null;
-  const sessionExternalId = str(c, o, 'session_external_id', ['body']) ?? null;
+  const sessionExternalId = str(c, o, 'session_external_id', ['body'], true, MAX_EXTERNAL_ID_LENGTH) ?? null;
   const isComplete = bool(c, o, 'is_complete', ['body']) ?? true;
   const includeTraceIds = bool(c, o, 'include_trace_ids', ['body']) ?? false;
   const traces = o.traces;
@@ -703,7 +750,7 @@ export function parseTracesRequest(body: unknown, query: Obj = {}, now: number):
         const ns: NewSession = {
           id: id ?? '',
           name: str(c, so, 'name', loc) ?? '',
-          externalId: str(c, so, 'external_id', loc) ?? null,
+          externalId: str(c, so, 'external_id', loc, true, MAX_EXTERNAL_ID_LENGTH) ?? null,
           previousSessionId: uuid(c, so, 'previous_session_id', loc) ?? null,
           userMetadata: metadata(c, so, 'user_metadata', loc) ?? {},
           createdAt: timestamp(c, so, 'created_at', loc) ?? null,
@@ -768,7 +815,7 @@ export function parseSessionRequest(body: unknown, query: Obj = {}): SessionRequ
     target: t,
     id: uuid(c, o, 'id', ['body']) ?? null,
     name: str(c, o, 'name', ['body']) ?? '',
-    externalId: str(c, o, 'external_id', ['body']) ?? null,
+    externalId: str(c, o, 'external_id', ['body'], true, MAX_EXTERNAL_ID_LENGTH) ?? null,
     previousSessionId: uuid(c, o, 'previous_session_id', ['body']) ?? null,
     userMetadata: metadata(c, o, 'user_metadata', ['body']) ?? {},
   };
@@ -796,11 +843,11 @@ export function parsePatch(body: unknown, query: Obj = {}): RecordPatch {
   if (o.input !== undefined) raw.input = io(c, o, 'input', loc);
   if (o.output !== undefined) raw.output = io(c, o, 'output', loc);
   if (o.name !== undefined) raw.name = str(c, o, 'name', loc, false);
-  if (o.status_code !== undefined) raw.status_code = int(c, o, 'status_code', loc);
+  if (o.status_code !== undefined) raw.status_code = int(c, o, 'status_code', loc, INT32);
   if (o.error_message !== undefined) raw.error_message = str(c, o, 'error_message', loc);
   if (o.tags !== undefined && o.tags !== null) raw.tags = stringList(c, o, 'tags', loc);
   if (o.is_complete !== undefined && o.is_complete !== null) raw.is_complete = bool(c, o, 'is_complete', loc);
-  if (o.duration_ns !== undefined) raw.duration_ns = int(c, o, 'duration_ns', loc, 0);
+  if (o.duration_ns !== undefined) raw.duration_ns = int(c, o, 'duration_ns', loc, NON_NEGATIVE);
   if (o.user_metadata !== undefined && o.user_metadata !== null)
     raw.user_metadata = metadata(c, o, 'user_metadata', loc);
   c.throwIfAny();

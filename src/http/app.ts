@@ -1,3 +1,4 @@
+import querystring from 'node:querystring';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -7,6 +8,7 @@ import { installAuth } from './auth.ts';
 import { installErrorHandling } from './errors.ts';
 import { registerRoutes } from './routes/index.ts';
 import { validatorCompiler } from './validation.ts';
+import { storableValue } from '../domain/text.ts';
 
 export type App = FastifyInstance;
 
@@ -61,7 +63,12 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   app.decorate('services', services);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
-  await app.register(formbody);
+  // Query strings, path parameters and form fields get the same storable text as JSON bodies.
+  await app.register(formbody, { parser: (text) => storableValue(querystring.parse(text)) });
+  app.addHook('preValidation', async (req) => {
+    storableValue(req.query);
+    storableValue(req.params);
+  });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

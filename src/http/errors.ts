@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, ValidationError } from '../domain/errors.ts';
+import { jsonMayNeedCleaning, storableValue } from '../domain/text.ts';
 import { toErrorItems } from './validation.ts';
 
 /**
@@ -74,7 +75,8 @@ export function installErrorHandling(app: FastifyInstance): void {
         );
       }
       try {
-        done(null, JSON.parse(text));
+        const value = JSON.parse(text);
+        done(null, jsonMayNeedCleaning(text) ? storableValue(value) : value);
       } catch (err) {
         const offset = jsonErrorOffset(err as Error, text);
         const message = safeJsonMessage((err as Error).message);

@@ -9,6 +9,7 @@ import { nowUs, parseTimestamp, toIso } from '../domain/time.ts';
 import type { ApiKeyRow, UserRow, UsersRepo } from '../store/users.ts';
 import type { Keyring } from './keyring.ts';
 import { rejectNul } from './projects.ts';
+import { storableText } from '../domain/text.ts';
 
 /** Who is calling: the user behind the credentials. */
 export interface Caller {
@@ -157,7 +158,8 @@ export class AuthService {
     const text = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = text.indexOf(':');
     if (colon < 0) return undefined;
-    const email = text.slice(0, colon);
+    // Decoded bytes are not text checked by any parser: make them storable before the lookup.
+    const email = storableText(text.slice(0, colon));
     const password = text.slice(colon + 1);
     const cacheKey = crypto.createHash('sha256').update(text).digest('hex');
     const hit = this.basicCache.get(cacheKey);

@@ -790,6 +790,43 @@ for (const store of storesUnderTest()) {
       assert.equal(await recordCount(), mid);
     });
 
+    test('integers beyond the columns answer 422; NUL and lone surrogates are stored as U+FFFD', async () => {
+      const t = fullTrace();
+      t.metrics = { duration_ns: 1e300 };
+      t.status_code = 2 ** 31;
+      const r = await post('/traces', { log_stream_id: logStreamId, traces: [t] });
+      assert.equal(r.status, 422, r.text);
+      const byLoc = Object.fromEntries(r.body.detail.map((d: any) => [d.loc.join('.'), d.type]));
+      assert.equal(byLoc['body.traces.0.metrics.duration_ns'], 'less_than_equal');
+      assert.equal(byLoc['body.traces.0.status_code'], 'less_than_equal');
+      const long = {
+        ...fullTrace(),
+        session_external_id: undefined,
+        user_metadata: { ['k'.repeat(3000)]: 'v' },
+      };
+      const r2 = await post('/traces', {
+        log_stream_id: logStreamId,
+        traces: [long],
+        session_external_id: 'é'.repeat(3000),
+      });
+      assert.equal(r2.status, 422, r2.text);
+      assert.deepEqual(r2.body.detail.map((d: any) => d.type).sort(), ['string_too_long', 'value_error']);
+
+      // Escapes in the JSON text: NUL, a lone high surrogate, and a key with a lone low surrogate.
+      const id = uuid();
+      const text = String.raw`{"log_stream_id":"${logStreamId}","traces":[{"id":"${id}","name":"a\\u0000b",
+        "input":"x\u0000y\ud800z","user_metadata":{"k\udc00":"v\u0000"}}]}`;
+      const w = await post('/traces', text);
+      assert.equal(w.status, 200, w.text);
+      const g = await s.call('GET', `/v2/projects/${projectId}/traces/${id}`);
+      assert.equal(g.status, 200, g.text);
+      assert.equal(g.body.name, 'a\\u0000b', 'an escaped backslash is not an escape');
+      assert.equal(g.body.input, 'x\uFFFDy\uFFFDz');
+      assert.deepEqual(g.body.user_metadata, { 'k\uFFFD': 'v\uFFFD' });
+      const q = await s.call('GET', `/v2/projects?project_name=${encodeURIComponent('a\u0000')}`);
+      assert.equal(q.status, 200, q.text);
+    });
+
     test('a body over the limit is 413', async () => {
       const small = await startTestServer(store, { SPANBASE_BODY_LIMIT_BYTES: '4096' });
       try {

@@ -12,6 +12,7 @@ import {
 import { OtelHeaders, OtelRequestBody, OtelResponses } from '../../schemas/otel.ts';
 import { MAX_JSON_DEPTH, tooDeepAt } from '../errors.ts';
 import { validatorCompiler } from '../validation.ts';
+import { storableValue } from '../../domain/text.ts';
 
 const gunzip = promisify(zlib.gunzip);
 const inflate = promisify(zlib.inflate);
@@ -53,7 +54,7 @@ async function decompress(body: Buffer, encoding: string | undefined, limit: num
 
 function decode(body: Buffer, protobuf: boolean): OtelSpan[] {
   try {
-    if (protobuf) return decodeProtobuf(body);
+    if (protobuf) return storableValue(decodeProtobuf(body));
     const text = body.toString('utf8');
     if (text.trim() === '') throw badRequest('The body is empty: expected an OTLP/JSON trace export');
     if (tooDeepAt(text) >= 0) throw badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels`);
@@ -63,7 +64,7 @@ function decode(body: Buffer, protobuf: boolean): OtelSpan[] {
     } catch (err) {
       throw badRequest(`The body is not valid JSON: ${(err as Error).message}`);
     }
-    return decodeJson(value);
+    return storableValue(decodeJson(value));
   } catch (err) {
     if (err instanceof OtlpDecodeError) throw badRequest(err.message);
     // Malformed input that overflows a recursive decoder (deeply nested values) is the client's fault.
