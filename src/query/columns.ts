@@ -9,19 +9,11 @@
  * parameter (see compile.ts).
  */
 
-export const RECORD_TYPES = [
-  'trace',
-  'agent',
-  'workflow',
-  'llm',
-  'tool',
-  'retriever',
-  'control',
-  'http',
-  'session',
-] as const;
-export type RecordType = (typeof RECORD_TYPES)[number];
-export const SPAN_TYPES: RecordType[] = ['agent', 'workflow', 'llm', 'tool', 'retriever', 'control', 'http'];
+import { RECORD_TYPES, type RecordType, SPAN_TYPES as DOMAIN_SPAN_TYPES } from '../domain/records.ts';
+
+export { RECORD_TYPES, type RecordType };
+/** The span kinds, as a plain list for the column descriptors' `applicable_types`. */
+export const SPAN_TYPES: RecordType[] = [...DOMAIN_SPAN_TYPES];
 
 export type DataType =
   | 'uuid'
