@@ -328,13 +328,16 @@ export class Planner {
     row.num_children = before.num_children;
     if (kind === 'trace') {
       // Token keys the client never set stay the sums of the llm spans.
-      const oldBody = parse<RecordBody>(before.body, {});
+      const oldBody = this.bodyOf(e);
       const set = new Set<string>(oldBody.tok ?? []);
       const sent = incoming.metrics as Record<string, unknown> | undefined;
       if (sent && typeof sent === 'object') for (const k of TOKEN_METRICS) if (sent[k] != null) set.add(k);
       for (const k of TOKEN_METRICS) if (!set.has(k)) row[k] = before[k];
       if (set.size) m.body.tok = [...set];
       else delete m.body.tok;
+      // The merge rebuilds the body from the API view, which does not carry the counts of children
+      // stored before their parent: keep them, or the parent landing with this trace misses them.
+      if (oldBody.pend) m.body.pend = oldBody.pend;
       row.body = JSON.stringify(m.body);
       e.body = m.body;
     } else {

@@ -633,6 +633,45 @@ for (const store of storesUnderTest()) {
       assert.equal(r.status, 404);
     });
 
+    test('children stored before their parent stay counted when the trace is written again', async () => {
+      const { projectId: pid, logStreamId: ls } = await projectWithLogStream(s);
+      const t = { id: uuid(), input: 'q', output: 'a', spans: [] };
+      let r = await s.call('POST', `/v2/projects/${pid}/traces`, { log_stream_id: ls, traces: [t] });
+      assert.equal(r.status, 200, r.text);
+      const [parentA, parentB] = [uuid(), uuid()];
+      for (const parent of [parentA, parentB]) {
+        r = await s.call('POST', `/v2/projects/${pid}/spans`, {
+          log_stream_id: ls,
+          trace_id: t.id,
+          parent_id: parent,
+          spans: [{ type: 'tool', input: 'early child' }],
+        });
+        assert.equal(r.status, 200, r.text);
+      }
+      // The trace is patched, then re-sent with one parent; the other parent comes on its own.
+      r = await s.call('PATCH', `/v2/projects/${pid}/traces/${t.id}`, { log_stream_id: ls, output: 'b' });
+      assert.equal(r.status, 200, r.text);
+      const withParentA = { ...t, spans: [{ type: 'workflow', id: parentA, input: 'late parent' }] };
+      for (let i = 0; i < 2; i++) {
+        r = await s.call('POST', `/v2/projects/${pid}/traces`, { log_stream_id: ls, traces: [withParentA] });
+        assert.equal(r.status, 200, r.text);
+      }
+      r = await s.call('POST', `/v2/projects/${pid}/spans`, {
+        log_stream_id: ls,
+        trace_id: t.id,
+        parent_id: t.id,
+        spans: [{ type: 'workflow', id: parentB, input: 'late parent' }],
+      });
+      assert.equal(r.status, 200, r.text);
+      const tr = (await s.call('GET', `/v2/projects/${pid}/traces/${t.id}`)).body;
+      assert.equal(tr.num_spans, 4);
+      for (const id of [parentA, parentB]) {
+        const sp = (await s.call('GET', `/v2/projects/${pid}/spans/${id}`)).body;
+        assert.equal(sp.has_children, true, id);
+      }
+      assert.deepEqual(await counts(ls, pid), { traces: 1, spans: 4 });
+    });
+
     test('token usage per log stream per UTC day of the llm spans', async () => {
       const { projectId: pid, logStreamId: ls } = await projectWithLogStream(s);
       const late = fullTrace({ created: '2024-05-01T23:59:59.999Z', tokens: [1, 2] });

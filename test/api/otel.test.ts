@@ -534,15 +534,45 @@ for (const store of storesUnderTest()) {
       assert.equal(flatten(t2.body).length, flatten(t.body).length + 1);
     });
 
-    test('a parent arriving after its children counts them (has_children)', {
-      todo: 'a trace re-sent with its root drops the pending child counts (notes/otel-needs.md #6)',
-    }, async () => {
+    test('a parent arriving after its children counts them (has_children)', async () => {
       const trace = newTrace();
       const [root, llm, tool] = genAiAgent(trace);
+      // A grandchild first (its parent, the tool, and the root are both still open), then the two
+      // children, then the root.
+      const sub: SpanSpec = { trace, id: '1000000000000004', parent: tool.id, name: 'fetch' };
+      const counts = async () => {
+        const t = await readTrace(trace);
+        assert.equal(t.status, 200, t.text);
+        const [agent] = t.body.spans;
+        const toolRec = agent.spans.find((x: any) => x.id === spanUuid(trace, tool.id));
+        const subSpan = await s.call('GET', `/v2/projects/${projectId}/spans/${spanUuid(trace, sub.id)}`);
+        return {
+          numSpans: t.body.num_spans,
+          agentChildren: agent.has_children,
+          agentSpans: agent.spans.length,
+          toolChildren: toolRec.has_children,
+          subChildren: subSpan.body.has_children,
+          inputTokens: t.body.metrics.num_input_tokens,
+        };
+      };
+      assert.equal((await send(asJson([sub]), jsonHeaders())).statusCode, 200);
       assert.equal((await send(asJson([llm, tool]), jsonHeaders())).statusCode, 200);
       assert.equal((await send(asJson([root]), jsonHeaders())).statusCode, 200);
-      const t = await readTrace(trace);
-      assert.equal(t.body.spans[0].has_children, true);
+      const expected = {
+        numSpans: 4,
+        agentChildren: true,
+        agentSpans: 2,
+        toolChildren: true,
+        subChildren: false,
+        inputTokens: 120,
+      };
+      assert.deepEqual(await counts(), expected);
+      // Re-sending every export (and all of it at once) counts nothing twice.
+      assert.equal((await send(asJson([sub]), jsonHeaders())).statusCode, 200);
+      assert.equal((await send(asJson([llm, tool]), jsonHeaders())).statusCode, 200);
+      assert.equal((await send(asJson([root]), jsonHeaders())).statusCode, 200);
+      assert.equal((await send(asJson([root, llm, tool, sub]), jsonHeaders())).statusCode, 200);
+      assert.deepEqual(await counts(), expected);
     });
 
     test('sessionid header: an external id found or created, or the id of a session', async () => {
