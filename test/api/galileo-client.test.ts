@@ -150,6 +150,13 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(names, ['support-turn', 'support-turn-2']);
       for (const t of r.records) assert.equal(t.sessionId, ids.session);
       assert.deepEqual(r.records.map((x: any) => x.id).sort(), [...ids.traces].sort());
+      const first = r.records.find((x: any) => x.name === 'support-turn');
+      assert.equal(first.input, 'Where is my order?');
+      assert.equal(first.output, 'Your order shipped on Monday.');
+      assert.deepEqual(first.tags, ['support']);
+      assert.equal(first.userMetadata.customer, 'c-1');
+      assert.equal(first.metrics.numInputTokens, 30, 'the trace sums the tokens of its llm spans');
+      assert.equal(first.metrics.numOutputTokens, 8);
       const one: any = await getTraces({
         projectId,
         logStreamId,
@@ -174,25 +181,31 @@ for (const store of storesUnderTest()) {
       assert.equal(llms.records.length, 2);
       const answer = llms.records.find((x: any) => x.name === 'answer');
       assert.ok(answer);
-      // Details from the read-back route: the search routes answer a reduced record for now
-      // (TODO(search) in services/search.ts).
-      const back = await s.call('GET', `/v2/projects/${projectId}/spans/${answer.id}`);
-      assert.equal(back.status, 200, back.text);
-      assert.equal(back.body.model, 'gpt-4o');
-      assert.equal(back.body.metrics.num_input_tokens, 30);
-      assert.equal(back.body.metrics.num_output_tokens, 8);
-      assert.deepEqual(back.body.output, { role: 'assistant', content: 'Your order shipped on Monday.' });
+      // The client's search records carry the full record (it camel-cases keys, nested ones too).
+      assert.equal(answer.model, 'gpt-4o');
+      assert.equal(answer.temperature, 0.2);
+      assert.equal(answer.metrics.numInputTokens, 30);
+      assert.equal(answer.metrics.numOutputTokens, 8);
+      assert.equal(answer.metrics.numTotalTokens, 38);
+      assert.deepEqual(answer.input, [
+        { role: 'system', content: 'You help with orders.' },
+        { role: 'user', content: 'Where is my order?' },
+      ]);
+      assert.deepEqual(answer.output, { role: 'assistant', content: 'Your order shipped on Monday.' });
+      assert.ok(ids.traces.includes(answer.traceId), answer.traceId);
+      assert.equal(answer.sessionId, ids.session);
+      const other = llms.records.find((x: any) => x.name !== 'answer');
+      assert.equal(other.model, 'gpt-4o-mini');
+      assert.deepEqual([other.metrics.numInputTokens, other.metrics.numOutputTokens], [5, 4]);
       const retriever = r.records.find((x: any) => x.type === 'retriever');
-      const doc = await s.call('GET', `/v2/projects/${projectId}/spans/${retriever.id}`);
-      assert.equal(
-        doc.body.output[0].page_content,
-        'Order 7 shipped on Monday',
+      assert.deepEqual(
+        retriever.output,
+        [{ pageContent: 'Order 7 shipped on Monday', metadata: { source: 'orders-db', rank: 1 } }],
         'documents sent as {content, metadata}',
       );
-      assert.equal(doc.body.output[0].metadata.source, 'orders-db');
       const tool = r.records.find((x: any) => x.type === 'tool');
-      const toolBack = await s.call('GET', `/v2/projects/${projectId}/spans/${tool.id}`);
-      assert.equal(toolBack.body.tool_call_id, 'call_7');
+      assert.equal(tool.toolCallId, 'call_7');
+      assert.equal(tool.output, 'shipped');
     });
 
     test('getSessions finds the session by its external id; starting it again reuses it', async () => {
@@ -203,9 +216,10 @@ for (const store of storesUnderTest()) {
       } as any);
       assert.equal(r.records.length, 1);
       assert.equal(r.records[0].id, ids.session);
+      assert.equal(r.records[0].metrics.numInputTokens, 35, 'the session sums the tokens of its traces');
+      assert.equal(r.records[0].metrics.numOutputTokens, 12);
       const back = await s.call('GET', `/v2/projects/${projectId}/sessions/${ids.session}`);
-      assert.equal(back.body.metrics.num_input_tokens, 35, 'the session sums the tokens of its traces');
-      assert.equal(back.body.traces.length, 2);
+      assert.equal(back.body.traces.length, 2, 'the read-back route answers the session with its traces');
       const again = await getLogger().startSession({ externalId: `ext-${store}` });
       assert.equal(again, ids.session, 'the client found the session by external id');
     });
