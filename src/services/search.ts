@@ -4,7 +4,6 @@
  * semantics in query/.
  */
 import { type Loc, ValidationError, valueError } from '../domain/errors.ts';
-import { type StoredRecord, recordToApi } from '../domain/records.ts';
 import { parseTimestamp } from '../domain/time.ts';
 import {
   type ColumnDef,
@@ -173,18 +172,26 @@ export class SearchService {
     await this.repo.close();
   }
 
-  /** The run a body names (at most one of the three ids), or null for the whole project. */
-  private async scope(caller: Caller, projectId: string, body: ScopeBody): Promise<string | null> {
+  /**
+   * The access check of a search: the caller may see the project, and the run the body names (at
+   * most one of the three ids) belongs to it; the run's id, or null for the whole project.
+   */
+  private async access(caller: Caller, projectId: string, body: ScopeBody): Promise<string | null> {
     const given = (['log_stream_id', 'experiment_id', 'metrics_testing_id'] as const).filter(
       (k) => body[k] !== undefined && body[k] !== null,
     );
     if (given.length > 1) {
+      await this.projects.access(caller, projectId);
       throw valueError(['body'], `Value error, give only one of ${given.join(', ')}`, undefined);
     }
-    if (given.length === 0) return null;
+    if (given.length === 0) {
+      await this.projects.access(caller, projectId);
+      return null;
+    }
     const field = given[0];
     const kind: RunKind | undefined =
       field === 'log_stream_id' ? 'log_stream' : field === 'experiment_id' ? 'experiment' : undefined;
+    // resolve checks access to the project first (once), then that the run is in it.
     const run = await this.runs.resolve(caller, projectId, body[field] as string, kind);
     return run.id;
   }
@@ -211,37 +218,30 @@ export class SearchService {
     if (items.length) throw new ValidationError(items);
   }
 
-  async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody) {
-    await this.projects.access(caller, projectId);
-    const runId = await this.scope(caller, projectId, body);
+  /**
+   * One page of a search as the response body, JSON (services/search-page.ts): records decoded and
+   * serialized through the route's response schema, on the reader thread that read them (SQLite).
+   */
+  async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody): Promise<Buffer> {
+    const runId = await this.access(caller, projectId, body);
     const parsed = parseSearchBody(body);
     await this.checkMetrics(projectId, parsed.tree, parsed.sort);
-    const rows = await this.repo.search({
-      projectId,
-      runId,
-      types: TARGET_TYPES[target],
-      tree: parsed.tree,
-      sort: parsed.sort,
-      offset: parsed.startingToken,
-      limit: parsed.limit + 1,
-    });
-    const more = rows.length > parsed.limit;
-    const page = more ? rows.slice(0, parsed.limit) : rows;
-    const next = more ? parsed.startingToken + parsed.limit : null;
-    return {
-      records: page.map((r) =>
-        recordToApi(r as unknown as StoredRecord, { includeCounts: parsed.includeCounts }),
-      ),
-      num_rows: page.length,
-      next_starting_token: next,
-      paginated: next !== null,
-      last_row_id: page.length ? page[page.length - 1].id : null,
-    };
+    return this.repo.searchPage(
+      {
+        projectId,
+        runId,
+        types: TARGET_TYPES[target],
+        tree: parsed.tree,
+        sort: parsed.sort,
+        offset: parsed.startingToken,
+        limit: parsed.limit + 1,
+      },
+      { startingToken: parsed.startingToken, limit: parsed.limit, includeCounts: parsed.includeCounts },
+    );
   }
 
   async availableColumns(caller: Caller, projectId: string, target: SearchTarget, body: ColumnsBody) {
-    await this.projects.access(caller, projectId);
-    const runId = await this.scope(caller, projectId, body);
+    const runId = await this.access(caller, projectId, body);
     const window = {
       start: timeField(body.start_time, 'start_time'),
       end: timeField(body.end_time, 'end_time'),

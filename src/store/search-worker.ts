@@ -1,7 +1,8 @@
 /**
  * A search thread (SQLite) with its own connection to the database file, off the main thread where
  * requests and ingestion run:
- * - `reader`: answers record searches (WAL readers neither wait for nor block the writer);
+ * - `reader`: answers record searches (WAL readers neither wait for nor block the writer), as rows or
+ *   as the response text of a search page (services/search-page.ts);
  * - `indexer`: keeps the trigram index current from its queue (store/search-text.ts).
  */
 import os from 'node:os';
@@ -9,6 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './db.ts';
 import { SearchRepo } from './search.ts';
 import { attachTextIndex, indexQueued } from './search-text.ts';
+import { type PageFormat, searchPageJson } from '../services/search-page.ts';
 
 const { file, role } = workerData as { file: string; role: 'reader' | 'indexer' };
 const store = openSqlite(file);
@@ -56,15 +58,25 @@ function runIndexer() {
 }
 
 function serveSearches() {
+  const encoder = new TextEncoder();
   const repo = new SearchRepo(store, { readers: 0 });
-  parentPort!.on('message', async (msg: { id: number; query: any; candidateCap: number }) => {
-    try {
-      repo.candidateCap = msg.candidateCap;
-      const rows = await repo.searchHere(msg.query);
-      parentPort!.postMessage({ id: msg.id, rows });
-    } catch (err) {
-      const e = err as Error & { code?: string };
-      parentPort!.postMessage({ id: msg.id, error: { message: e.message, code: e.code, stack: e.stack } });
-    }
-  });
+  parentPort!.on(
+    'message',
+    async (msg: { id: number; query: any; candidateCap: number; page?: PageFormat }) => {
+      try {
+        repo.candidateCap = msg.candidateCap;
+        const rows = await repo.searchHere(msg.query);
+        // A page is answered as its response body, UTF-8 encoded here and moved (not copied) to the
+        // main thread: no copy of every row crosses threads, and decoding, serializing and encoding run
+        // here rather than on the main thread.
+        if (msg.page) {
+          const body = encoder.encode(searchPageJson(rows, msg.page));
+          parentPort!.postMessage({ id: msg.id, body }, [body.buffer]);
+        } else parentPort!.postMessage({ id: msg.id, rows });
+      } catch (err) {
+        const e = err as Error & { code?: string };
+        parentPort!.postMessage({ id: msg.id, error: { message: e.message, code: e.code, stack: e.stack } });
+      }
+    },
+  );
 }

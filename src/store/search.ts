@@ -20,6 +20,7 @@ import {
   trimQueue,
 } from './search-text.ts';
 import type { DB, RecordsTable } from './tables.ts';
+import { type PageFormat, searchPageJson } from '../services/search-page.ts';
 
 export interface RecordSearch {
   projectId: string;
@@ -267,6 +268,18 @@ export class SearchRepo {
     return this.searchHere(q);
   }
 
+  /**
+   * One page of records as the search response's body, JSON text (services/search-page.ts) UTF-8
+   * encoded, decoded and serialized on the reader thread that read it when there are reader threads.
+   */
+  async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
+    if (this.readers) {
+      const body = await this.readers.run(q, this.candidateCap, page);
+      return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    }
+    return Buffer.from(searchPageJson(await this.searchHere(q), page));
+  }
+
   /** `search` on this thread's connection. */
   async searchHere(q: RecordSearch): Promise<RecordRowRead[]> {
     if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
@@ -447,7 +460,7 @@ export class TextIndexer {
 }
 
 interface Job {
-  resolve: (rows: RecordRowRead[]) => void;
+  resolve: (result: RecordRowRead[] | Uint8Array) => void;
   reject: (err: Error) => void;
 }
 
@@ -498,14 +511,19 @@ export class SqliteReaders {
     const reader: Reader = { worker, jobs: new Map() };
     worker.on(
       'message',
-      (msg: { id: number; rows?: RecordRowRead[]; error?: { message: string; code?: string } }) => {
+      (msg: {
+        id: number;
+        rows?: RecordRowRead[];
+        body?: Uint8Array;
+        error?: { message: string; code?: string };
+      }) => {
         const job = reader.jobs.get(msg.id);
         if (!job) return;
         reader.jobs.delete(msg.id);
         // An idle reader does not keep the process alive; a busy one does.
         if (reader.jobs.size === 0) worker.unref();
         if (msg.error) job.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
-        else job.resolve(msg.rows ?? []);
+        else job.resolve(msg.body ?? msg.rows ?? []);
       },
     );
     const fail = (err: Error) => {
@@ -520,7 +538,10 @@ export class SqliteReaders {
     return reader;
   }
 
-  run(query: RecordSearch, candidateCap: number): Promise<RecordRowRead[]> {
+  /** The rows of a search, or with `page` its response body (searchPageJson, UTF-8). */
+  run(query: RecordSearch, candidateCap: number): Promise<RecordRowRead[]>;
+  run(query: RecordSearch, candidateCap: number, page: PageFormat): Promise<Uint8Array>;
+  run(query: RecordSearch, candidateCap: number, page?: PageFormat): Promise<RecordRowRead[] | Uint8Array> {
     if (this.closed) return Promise.reject(new Error('search readers are closed'));
     let reader = this.readers.find((r) => r.jobs.size === 0);
     if (!reader && this.readers.length < this.max) reader = this.spawn();
@@ -529,7 +550,7 @@ export class SqliteReaders {
     return new Promise((resolve, reject) => {
       reader.jobs.set(id, { resolve, reject });
       reader.worker.ref();
-      reader.worker.postMessage({ id, query, candidateCap });
+      reader.worker.postMessage({ id, query, candidateCap, page });
     });
   }
 

@@ -41,7 +41,11 @@ export default async function searchRoutes(app: FastifyInstance) {
         },
         validatorCompiler: compileOpenedUp,
       },
-      async (req) => search.search(req.caller, req.params.project_id, target, req.body),
+      // The service answers the page as a body already serialized through SearchRecordsPage.
+      async (req, reply) =>
+        reply
+          .type('application/json; charset=utf-8')
+          .send(await search.search(req.caller, req.params.project_id, target, req.body)),
     );
     app.post<{ Params: P; Body: ColumnsBody }>(
       `/v2/projects/:project_id/${target}/available_columns`,
