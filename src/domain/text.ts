@@ -1,9 +1,12 @@
 /**
  * Text that every store can hold. PostgreSQL's text and json types reject the NUL character and
- * UTF-16 lone surrogates (which no UTF-8 store can represent), so both are replaced with U+FFFD at
- * the edge, before validation: the same value then reaches SQLite and PostgreSQL, searches match it
- * the same way, and no such input can fail a write with a 500.
+ * UTF-16 lone surrogates (which no UTF-8 store can represent). Record ingestion (JSON routes and
+ * OTLP) replaces both with U+FFFD rather than refuse a batch of captured LLM text, so the same value
+ * reaches SQLite and PostgreSQL and searches match it the same way. Configuration routes (names,
+ * dashboards, integrations, Signals) answer 422 for such text instead.
  */
+import { type ErrorItem, type Loc, ValidationError } from './errors.ts';
+
 const REPLACEMENT = '\uFFFD';
 
 export function storableText(s: string): string {
@@ -40,4 +43,32 @@ export function storableValue<T>(value: T): T {
  */
 export function jsonMayNeedCleaning(text: string): boolean {
   return /\\u(?:0000|d[89a-f])/i.test(text);
+}
+
+/** Why a text cannot be stored as given, or null. */
+export function textProblem(value: string): string | null {
+  if (value.includes('\0')) return 'Text must not contain the NUL character (\\u0000)';
+  if (!value.isWellFormed()) return 'Text must be valid Unicode (no lone surrogates)';
+  return null;
+}
+
+/** One 422 item per unstorable string or object key in `value`, at any depth. */
+export function textFaults(value: unknown, loc: Loc, faults: ErrorItem[] = []): ErrorItem[] {
+  const check = (at: Loc, text: string) => {
+    const msg = textProblem(text);
+    if (msg) faults.push({ loc: at, msg, type: 'value_error', input: text });
+    return msg === null;
+  };
+  if (typeof value === 'string') check(loc, value);
+  else if (Array.isArray(value)) value.forEach((v, i) => textFaults(v, [...loc, i], faults));
+  else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) if (check([...loc, k], k)) textFaults(v, [...loc, k], faults);
+  }
+  return faults;
+}
+
+/** Throws a 422 when `value` (a string or a structure) holds unstorable text. */
+export function rejectUnstorable(loc: Loc, value: unknown): void {
+  const faults = textFaults(value, loc);
+  if (faults.length) throw new ValidationError(faults);
 }

@@ -1,4 +1,3 @@
-import querystring from 'node:querystring';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -8,13 +7,16 @@ import { installAuth } from './auth.ts';
 import { installErrorHandling } from './errors.ts';
 import { registerRoutes } from './routes/index.ts';
 import { validatorCompiler } from './validation.ts';
-import { storableValue } from '../domain/text.ts';
 
 export type App = FastifyInstance;
 
 declare module 'fastify' {
   interface FastifyInstance {
     services: Services;
+  }
+  interface FastifyContextConfig {
+    /** The JSON body's NUL and lone surrogates become U+FFFD (record ingestion; see domain/text.ts). */
+    storableText?: boolean;
   }
 }
 
@@ -63,12 +65,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   app.decorate('services', services);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
-  // Query strings, path parameters and form fields get the same storable text as JSON bodies.
-  await app.register(formbody, { parser: (text) => storableValue(querystring.parse(text)) });
-  app.addHook('preValidation', async (req) => {
-    storableValue(req.query);
-    storableValue(req.params);
-  });
+  await app.register(formbody);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

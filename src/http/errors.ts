@@ -64,7 +64,7 @@ export function installErrorHandling(app: FastifyInstance): void {
   app.addContentTypeParser(
     /^application\/([\w.+-]*\+)?json$/,
     { parseAs: 'string' },
-    (_req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
+    (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
       const text = typeof body === 'string' ? body : body.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
       const deep = tooDeepAt(text);
@@ -76,7 +76,10 @@ export function installErrorHandling(app: FastifyInstance): void {
       }
       try {
         const value = JSON.parse(text);
-        done(null, jsonMayNeedCleaning(text) ? storableValue(value) : value);
+        // Record ingestion keeps captured text whole: NUL and lone surrogates become U+FFFD there
+        // (see domain/text.ts); other routes check text themselves and answer 422.
+        const clean = req.routeOptions.config?.storableText;
+        done(null, clean && jsonMayNeedCleaning(text) ? storableValue(value) : value);
       } catch (err) {
         const offset = jsonErrorOffset(err as Error, text);
         const message = safeJsonMessage((err as Error).message);

@@ -8,8 +8,7 @@ import { LoginThrottle } from '../domain/throttle.ts';
 import { nowUs, parseTimestamp, toIso } from '../domain/time.ts';
 import type { ApiKeyRow, UserRow, UsersRepo } from '../store/users.ts';
 import type { Keyring } from './keyring.ts';
-import { rejectNul } from './projects.ts';
-import { storableText } from '../domain/text.ts';
+import { rejectUnstorable, storableText } from '../domain/text.ts';
 
 /** Who is calling: the user behind the credentials. */
 export interface Caller {
@@ -63,7 +62,7 @@ export class AuthService {
 
   /** A new API key for a user: the secret is returned once; only its hash is stored. */
   async createApiKey(userId: string, description: string, expiresAt: string | null | undefined) {
-    rejectNul(['body', 'description'], description);
+    rejectUnstorable(['body', 'description'], description);
     const secret = KEY_PREFIX + crypto.randomBytes(32).toString('base64url');
     const expires = expiresAt ? parseTimestamp(expiresAt) : null;
     const row: ApiKeyRow = {

@@ -1,3 +1,4 @@
+import { rejectUnstorable, textFaults } from '../domain/text.ts';
 import {
   type Aggregation,
   MAX_BUCKETS,
@@ -176,38 +177,6 @@ export function applyTimeRange(
     return null;
   }
   return { relative_time: null, start_time: s, end_time: e };
-}
-
-/**
- * PostgreSQL holds U+0000 neither in text nor in JSONB (an error there, stored on SQLite): refuse it
- * anywhere in a body that is stored (strings and object keys, at any depth) so both stores agree.
- */
-export function nulFaults(value: unknown, loc: (string | number)[], faults: ErrorItem[] = []): ErrorItem[] {
-  const bad = (at: (string | number)[], input: unknown) =>
-    faults.push({
-      loc: at,
-      msg: 'Text must not contain the NUL character (\\u0000)',
-      type: 'value_error',
-      input,
-    });
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) bad(loc, value);
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => {
-      nulFaults(v, [...loc, i], faults);
-    });
-  } else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000')) bad([...loc, k], k);
-      else nulFaults(v, [...loc, k], faults);
-    }
-  }
-  return faults;
-}
-
-function refuseNul(body: unknown): void {
-  const faults = nulFaults(body, ['body']);
-  if (faults.length) throw new ValidationError(faults);
 }
 
 /** Trends dashboards of log streams: settings, widgets and sections, and the computed widget data. */
@@ -449,7 +418,7 @@ export class DashboardsService {
    * description, group_by and filter_tree.
    */
   private async patchFrom(projectId: string, current: DashboardRow, body: DashboardInput) {
-    const faults: ErrorItem[] = nulFaults(body, ['body']);
+    const faults: ErrorItem[] = textFaults(body, ['body']);
     const patch: Partial<DashboardRow> = { updated_at: nowUs() };
     if (body.name !== undefined && body.name !== null) patch.name = body.name;
     if (has(body, 'description')) patch.description = body.description ?? null;
@@ -524,7 +493,7 @@ export class DashboardsService {
     body: WidgetInput,
   ) {
     await this.editable(caller, projectId, logStreamId, dashboardId);
-    refuseNul(body);
+    rejectUnstorable(['body'], body);
     await this.checkWidget(projectId, body as { metric: string; aggregation: string });
     const now = nowUs();
     const row: WidgetRow = {
@@ -559,7 +528,7 @@ export class DashboardsService {
     body: WidgetInput,
   ) {
     await this.editable(caller, projectId, logStreamId, dashboardId);
-    refuseNul(body);
+    rejectUnstorable(['body'], body);
     const now = nowUs();
     return this.repo.locked(dashboardId, async (repo) => {
       const current = await repo.widget(dashboardId, widgetId);
@@ -613,7 +582,7 @@ export class DashboardsService {
     body: SectionInput,
   ) {
     await this.editable(caller, projectId, logStreamId, dashboardId);
-    refuseNul(body);
+    rejectUnstorable(['body'], body);
     const now = nowUs();
     const row: SectionRow = {
       id: newId(),
@@ -650,7 +619,7 @@ export class DashboardsService {
     body: SectionInput,
   ) {
     await this.editable(caller, projectId, logStreamId, dashboardId);
-    refuseNul(body);
+    rejectUnstorable(['body'], body);
     const current = await this.repo.section(dashboardId, sectionId);
     if (!current) throw notFound('Section');
     const now = nowUs();

@@ -1,3 +1,4 @@
+import { textProblem } from '../domain/text.ts';
 import { type Loc, ValidationError, forbidden, notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { type Role, atLeast, isRole, permissionsFor, strongest } from '../domain/roles.ts';
@@ -24,16 +25,6 @@ export function integrationsBox(keyring: Keyring): SecretBox {
   return new SecretBox(keyring.derive('integrations'));
 }
 
-/**
- * Why a text cannot be stored as given, or null: PostgreSQL text cannot hold NUL, and a lone UTF-16
- * surrogate is not Unicode (PostgreSQL's JSON rejects it; UTF-8 text would silently alter it).
- */
-export function textProblem(value: string): string | null {
-  if (value.includes('\u0000')) return 'Text must not contain the NUL character (\\u0000)';
-  if (!(value as any).isWellFormed()) return 'Text must be valid Unicode (no lone surrogates)';
-  return null;
-}
-
 function checkText(loc: Loc, value: string, secret = false): void {
   const problem = textProblem(value);
   if (problem)
@@ -43,6 +34,15 @@ function checkText(loc: Loc, value: string, secret = false): void {
       type: 'value_error',
       ...(secret ? {} : { input: value }),
     });
+}
+
+/** The known fields of a multi_modal_config; unknown ones are ignored, as in every body, not stored. */
+function multiModalConfig(
+  c: GatewayIntegrationInput['multi_modal_config'],
+): GatewayIntegrationInput['multi_modal_config'] {
+  if (!c) return null;
+  const { max_files, max_file_size_bytes } = c;
+  return { max_files, max_file_size_bytes };
 }
 
 /** An absolute http(s) URL (decisions.md), checked with the WHATWG URL parser. */
@@ -208,7 +208,7 @@ export class IntegrationsService {
     const config = JSON.stringify({
       endpoint: input.endpoint,
       use_case: input.use_case,
-      multi_modal_config: input.multi_modal_config ?? null,
+      multi_modal_config: multiModalConfig(input.multi_modal_config),
     });
     for (let attempt = 0; ; attempt++) {
       const now = nowUs();

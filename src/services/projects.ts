@@ -1,4 +1,5 @@
-import { type Loc, ValidationError, conflict, forbidden, notFound } from '../domain/errors.ts';
+import { rejectUnstorable } from '../domain/text.ts';
+import { conflict, forbidden, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { type Role, atLeast, isRole, strongest } from '../domain/roles.ts';
 import { nowUs, toIso } from '../domain/time.ts';
@@ -15,21 +16,6 @@ export function describeProject(p: ProjectRow) {
     created_at: toIso(p.created_at),
     updated_at: toIso(p.updated_at),
   };
-}
-
-/**
- * PostgreSQL text cannot hold U+0000 (it answers an error, hence a 500), SQLite can: reject it in
- * names and descriptions with a 422 so both stores behave alike.
- */
-export function rejectNul(loc: Loc, value: unknown): void {
-  if (typeof value === 'string' && value.includes('\u0000')) {
-    throw new ValidationError({
-      loc,
-      msg: 'Text must not contain the NUL character (\\u0000)',
-      type: 'value_error',
-      input: value,
-    });
-  }
 }
 
 /** Projects and the one access rule every project-scoped route goes through. */
@@ -60,7 +46,7 @@ export class ProjectsService {
   }
 
   async create(caller: Caller, input: { name: string; type?: string }) {
-    rejectNul(['body', 'name'], input.name);
+    rejectUnstorable(['body', 'name'], input.name);
     if (await this.projects.byName(input.name))
       throw conflict(`A project named '${input.name}' already exists`);
     const now = nowUs();
@@ -90,7 +76,7 @@ export class ProjectsService {
   }
 
   async list(caller: Caller, opts: { name?: string; type?: string }) {
-    // No stored name or type holds NUL (see rejectNul), and PostgreSQL cannot compare with one.
+    // No stored name or type holds NUL (see rejectUnstorable), and PostgreSQL cannot compare with one.
     if (opts.name?.includes('\u0000') || opts.type?.includes('\u0000')) return [];
     const groupIds = caller.role === 'admin' ? [] : await this.users.groupIdsOf(caller.id);
     const rows = await this.projects.list({

@@ -4,7 +4,8 @@ import { nowUs, toIso } from '../domain/time.ts';
 import type { RunFilter, RunKind, RunRow, RunSort, RunsRepo } from '../store/runs.ts';
 import type { UserRow, UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
-import { type ProjectsService, rejectNul } from './projects.ts';
+import { rejectUnstorable } from '../domain/text.ts';
+import type { ProjectsService } from './projects.ts';
 
 const KIND_LABEL: Record<RunKind, string> = { log_stream: 'Log stream', experiment: 'Experiment' };
 
@@ -41,7 +42,7 @@ export class RunsService {
 
   async create(caller: Caller, projectId: string, kind: RunKind, name: string) {
     await this.projects.access(caller, projectId, 'editor');
-    rejectNul(['body', 'name'], name);
+    rejectUnstorable(['body', 'name'], name);
     const taken = () =>
       conflict(`A ${KIND_LABEL[kind].toLowerCase()} named '${name}' already exists in this project`);
     if (await this.runs.byName(projectId, kind, name)) throw taken();

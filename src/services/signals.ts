@@ -12,7 +12,8 @@ import type { SignalsUpdate } from '../schemas/signals.ts';
 import { parseJson } from '../store/db.ts';
 import type { SignalsRepo, SignalsRow } from '../store/signals.ts';
 import type { Caller } from './auth.ts';
-import { type IntegrationsService, textProblem } from './integrations.ts';
+import { textProblem } from '../domain/text.ts';
+import type { IntegrationsService } from './integrations.ts';
 import type { ProjectsService } from './projects.ts';
 import type { RunsService } from './runs.ts';
 

@@ -6,7 +6,7 @@ import { newId } from '../domain/ids.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { GroupRow, UserRow, UsersRepo } from '../store/users.ts';
 import type { AuthService, Caller } from './auth.ts';
-import { rejectNul } from './projects.ts';
+import { rejectUnstorable } from '../domain/text.ts';
 
 export function describeUser(u: UserRow) {
   return {
@@ -78,7 +78,7 @@ export class UsersService {
   ) {
     if (caller) requireAdmin(caller);
     for (const field of ['email', 'first_name', 'last_name'] as const)
-      rejectNul(['body', field], input[field]);
+      rejectUnstorable(['body', field], input[field]);
     const taken = () => conflict('A user with this email already exists');
     if (await this.users.byEmail(input.email)) throw taken();
     const now = nowUs();
@@ -116,8 +116,8 @@ export class UsersService {
 
   async createGroup(caller: Caller, input: { name: string; description?: string | null }) {
     requireAdmin(caller);
-    rejectNul(['body', 'name'], input.name);
-    rejectNul(['body', 'description'], input.description);
+    rejectUnstorable(['body', 'name'], input.name);
+    rejectUnstorable(['body', 'description'], input.description);
     const taken = () => conflict('A group with this name already exists');
     if (await this.users.groupByName(input.name)) throw taken();
     const g: GroupRow = {

@@ -27,6 +27,9 @@ import { validatorCompiler } from '../validation.ts';
 const bodyCheckedByService: FastifySchemaCompiler<any> = (route) =>
   route.httpPart === 'body' ? () => true : validatorCompiler(route);
 
+/** Captured text is kept: NUL and lone surrogates become U+FFFD instead of refusing the batch. */
+const STORABLE_TEXT = { storableText: true };
+
 type Q = Record<string, unknown>;
 
 export default async function recordRoutes(app: FastifyInstance) {
@@ -37,6 +40,7 @@ export default async function recordRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/traces',
     {
       validatorCompiler: bodyCheckedByService,
+      config: STORABLE_TEXT,
       schema: {
         tags: ['ingest'],
         summary: 'Log a batch of traces with their nested spans',
@@ -52,6 +56,7 @@ export default async function recordRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/spans',
     {
       validatorCompiler: bodyCheckedByService,
+      config: STORABLE_TEXT,
       schema: {
         tags: ['ingest'],
         summary: 'Add spans to a trace',
@@ -67,6 +72,7 @@ export default async function recordRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/sessions',
     {
       validatorCompiler: bodyCheckedByService,
+      config: STORABLE_TEXT,
       schema: {
         tags: ['ingest'],
         summary: 'Create a session (or find the one with this external_id)',
@@ -82,6 +88,7 @@ export default async function recordRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/traces/:trace_id',
     {
       validatorCompiler: bodyCheckedByService,
+      config: STORABLE_TEXT,
       schema: {
         tags: ['ingest'],
         summary: 'Update a trace',
@@ -105,6 +112,7 @@ export default async function recordRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/spans/:span_id',
     {
       validatorCompiler: bodyCheckedByService,
+      config: STORABLE_TEXT,
       schema: {
         tags: ['ingest'],
         summary: 'Update a span',
