@@ -399,11 +399,13 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
     'select *, rowid as __rid from records where rowid in (select value from json_each(?))',
   );
   // The same statements the search runs, in one read transaction: text candidates, the page's rowids,
-  // then its rows.
+  // then its rows (each statement prepared once, as the search's are).
+  const prepared = new Map<string, ReturnType<typeof h.prepare<unknown[]>>>();
   return async () => {
     const candidates = await search.repo.textCandidates(store.db, q.tree, q.types);
     const compiled = search.repo.rowidQuery(store.db, q, candidates).compile();
-    const page = h.prepare(compiled.sql).pluck();
+    let page = prepared.get(compiled.sql);
+    if (!page) prepared.set(compiled.sql, (page = h.prepare<unknown[]>(compiled.sql).pluck()));
     return h.transaction(() => {
       const rowids = page.all(...(compiled.parameters as unknown[])) as number[];
       const got = rows.all(JSON.stringify(rowids)) as { __rid: number }[];

@@ -65,14 +65,13 @@ function serveSearches() {
     async (msg: { id: number; query: any; candidateCap: number; page?: PageFormat }) => {
       try {
         repo.candidateCap = msg.candidateCap;
-        const rows = await repo.searchHere(msg.query);
         // A page is answered as its response body, UTF-8 encoded here and moved (not copied) to the
         // main thread: no copy of every row crosses threads, and decoding, serializing and encoding run
         // here rather than on the main thread.
         if (msg.page) {
-          const body = encoder.encode(searchPageJson(rows, msg.page));
+          const body = encoder.encode(searchPageJson(await repo.pageRowsHere(msg.query), msg.page));
           parentPort!.postMessage({ id: msg.id, body }, [body.buffer]);
-        } else parentPort!.postMessage({ id: msg.id, rows });
+        } else parentPort!.postMessage({ id: msg.id, rows: await repo.searchHere(msg.query) });
       } catch (err) {
         const e = err as Error & { code?: string };
         parentPort!.postMessage({ id: msg.id, error: { message: e.message, code: e.code, stack: e.stack } });

@@ -4,6 +4,7 @@
  * catalogue reads behind available columns.
  */
 import { Worker } from 'node:worker_threads';
+import type SQLite from 'better-sqlite3';
 import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Leaf } from '../query/filters.ts';
 import { type FilterTree, leavesOf } from '../query/filters.ts';
@@ -54,6 +55,13 @@ export interface SearchRepoOptions {
 
 const MAX_TRIGRAMS = 4;
 
+/**
+ * Phase two of a SQLite search: the full rows of the page's rowids (bound as a JSON array), each with
+ * its rowid as `__rid` to put them in the page's order.
+ */
+const ROWS_BY_ROWID =
+  'select "records".*, "records"."rowid" as "__rid" from "records" where "records"."rowid" in (select value from json_each(?))';
+
 /** Query text for the FTS5 trigram index, or null when the index cannot narrow the search. */
 export function trigramQuery(
   column: 'input' | 'output',
@@ -83,6 +91,8 @@ export class SearchRepo {
   driveMax = 2000;
   private readonly readers: SqliteReaders | null;
   private readonly textIndex: boolean;
+  private readonly statements = new Map<string, SQLite.Statement>();
+  private readonly plucked = new Map<string, SQLite.Statement>();
 
   constructor(
     private readonly store: Store,
@@ -125,26 +135,6 @@ export class SearchRepo {
       q,
       textCandidates,
     );
-  }
-
-  /** Full rows for rowids, in the given order (phase two of a SQLite search). */
-  async rowsByRowid(db: Kysely<DB>, rowids: readonly number[]): Promise<RecordRowRead[]> {
-    if (!rowids.length) return [];
-    const rows = await db
-      .selectFrom('records')
-      .selectAll('records')
-      .select(sql<number>`${sql.ref('records.rowid')}`.as('__rid'))
-      .where(
-        sql<SqlBool>`${sql.ref('records.rowid')} in (select value from json_each(${JSON.stringify(rowids)}))`,
-      )
-      .execute();
-    const byRowid = new Map(rows.map((r) => [r.__rid, r]));
-    return rowids.flatMap((rid) => {
-      const row = byRowid.get(rid);
-      if (!row) return [];
-      const { __rid: _, ...rest } = row;
-      return [rest as RecordRowRead];
-    });
   }
 
   private filtered<O>(
@@ -277,18 +267,54 @@ export class SearchRepo {
       const body = await this.readers.run(q, this.candidateCap, page);
       return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     }
-    return Buffer.from(searchPageJson(await this.searchHere(q), page));
+    return Buffer.from(searchPageJson(await this.pageRowsHere(q), page));
   }
 
   /** `search` on this thread's connection. */
   async searchHere(q: RecordSearch): Promise<RecordRowRead[]> {
     if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
-    // One read transaction: candidates, the page's rowids and its rows come from one snapshot.
-    return this.store.db.transaction().execute(async (trx) => {
-      const candidates = await this.textCandidates(trx, q.tree, q.types);
-      const rowids = (await this.rowidQuery(trx, q, candidates).execute()).map((r) => r.rid);
-      return this.rowsByRowid(trx, rowids);
+    return (await this.pageRowsHere(q)).map(({ __rid: _, ...rest }) => rest as RecordRowRead);
+  }
+
+  /**
+   * `searchHere` for a page to format (searchPageJson): on SQLite the rows keep the `__rid` the
+   * statement selects (no copy of each row without it; the formatting reads named fields only).
+   */
+  async pageRowsHere(q: RecordSearch): Promise<(RecordRowRead & { __rid?: number })[]> {
+    if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
+    const h = this.store.sqlite!;
+    // One read transaction: candidates, the page's rowids and its rows come from one snapshot. The
+    // connection is held throughout (as ingestion holds it for its statements on the handle); the
+    // page's two statements run on the handle directly, prepared once.
+    return this.store.db.connection().execute(async (conn) => {
+      h.exec('begin');
+      try {
+        const candidates = await this.textCandidates(conn, q.tree, q.types);
+        const compiled = this.rowidQuery(conn, q, candidates).compile();
+        const rowids = this.prepared(compiled.sql, true).all(compiled.parameters) as number[];
+        if (!rowids.length) return [];
+        const rows = this.prepared(ROWS_BY_ROWID, false).all(JSON.stringify(rowids)) as (RecordRowRead & {
+          __rid: number;
+        })[];
+        const byRowid = new Map(rows.map((r) => [r.__rid, r]));
+        return rowids.flatMap((rid) => byRowid.get(rid) ?? []);
+      } finally {
+        if (h.inTransaction) h.exec('commit');
+      }
     });
+  }
+
+  /** A statement on this store's SQLite handle, prepared once (up to 200 kept). */
+  private prepared(text: string, pluck: boolean): SQLite.Statement {
+    const cache = pluck ? this.plucked : this.statements;
+    let stmt = cache.get(text);
+    if (!stmt) {
+      if (cache.size >= 200) cache.clear();
+      stmt = this.store.sqlite!.prepare(text);
+      if (pluck) stmt.pluck();
+      cache.set(text, stmt);
+    }
+    return stmt;
   }
 
   /** `metrics/<key>` column ids among `ids` that the catalogue has seen in any run of the project. */
