@@ -8,6 +8,7 @@ import { LoginThrottle } from '../domain/throttle.ts';
 import { nowUs, parseTimestamp, toIso } from '../domain/time.ts';
 import type { ApiKeyRow, UserRow, UsersRepo } from '../store/users.ts';
 import type { Keyring } from './keyring.ts';
+import { ACCESS_CACHE_MS } from './projects.ts';
 import { rejectUnstorable, storableText } from '../domain/text.ts';
 
 /** Who is calling: the user behind the credentials. */
@@ -47,6 +48,15 @@ export class AuthService {
   private readonly throttle = new LoginThrottle();
   /** Recently verified Basic credentials, so each request does not pay for scrypt again. */
   private readonly basicCache = new Map<string, { userId: string; until: number }>();
+  /**
+   * API keys found valid, by hash, with their user: reused for ACCESS_CACHE_MS unless a key was
+   * revoked (or membership changed) through this process since (UsersRepo.generation). Expiry is
+   * checked on every use; unknown or revoked keys are never kept.
+   */
+  private readonly keyCache = new Map<
+    string,
+    { key: ApiKeyRow; user: UserRow; gen: number; until: number }
+  >();
 
   constructor(
     private readonly users: UsersRepo,
@@ -134,14 +144,38 @@ export class AuthService {
 
   private async userForKey(key: string): Promise<UserRow | undefined> {
     if (!key.startsWith(KEY_PREFIX)) return undefined;
-    const row = await this.users.keyByHash(hashApiKey(key));
+    const hash = hashApiKey(key);
+    const hit = this.keyCache.get(hash);
+    if (hit && hit.until > Date.now() && hit.gen === this.users.generation) {
+      const now = nowUs();
+      if (hit.key.expires_at !== null && hit.key.expires_at <= now) {
+        this.keyCache.delete(hash);
+        return undefined;
+      }
+      if (hit.key.last_used_at === null || now - hit.key.last_used_at > 60_000_000) {
+        await this.users.touchKey(hit.key.id, now);
+        hit.key.last_used_at = now;
+      }
+      return hit.user;
+    }
+    this.keyCache.delete(hash);
+    // The generation before the reads: a revocation committed while they run makes the entry stale.
+    const gen = this.users.generation;
+    const row = await this.users.keyByHash(hash);
     const now = nowUs();
     if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now))
       return undefined;
     // Record use at most once a minute per key, to keep reads cheap.
-    if (row.last_used_at === null || now - row.last_used_at > 60_000_000)
+    if (row.last_used_at === null || now - row.last_used_at > 60_000_000) {
       await this.users.touchKey(row.id, now);
-    return this.users.byId(row.user_id);
+      row.last_used_at = now;
+    }
+    const user = await this.users.byId(row.user_id);
+    if (user) {
+      if (this.keyCache.size >= 10_000) this.keyCache.clear();
+      this.keyCache.set(hash, { key: row, user, gen, until: Date.now() + ACCESS_CACHE_MS });
+    }
+    return user;
   }
 
   private async userForToken(token: string): Promise<UserRow | undefined> {

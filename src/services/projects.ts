@@ -18,12 +18,36 @@ export function describeProject(p: ProjectRow) {
   };
 }
 
+/**
+ * How long a credential or an access decision found valid may be reused without reading the store
+ * again (services/auth.ts, ProjectsService.access). A change made through this process (key revoked,
+ * share changed, group membership changed, project deleted) takes effect at once (the repositories'
+ * `generation`); one made by another process on the same database within this time.
+ */
+export const ACCESS_CACHE_MS = 1000;
+
+interface AccessEntry {
+  project: ProjectRow;
+  role: Role;
+  projectsGen: number;
+  usersGen: number;
+  until: number;
+}
+
 /** Projects and the one access rule every project-scoped route goes through. */
 export class ProjectsService {
+  /** Granted access by caller and project, reused for ACCESS_CACHE_MS (denials are never kept). */
+  private readonly granted = new Map<string, AccessEntry>();
+
   constructor(
     private readonly projects: ProjectsRepo,
     private readonly users: UsersRepo,
   ) {}
+
+  /** Changes with every change of a project or its collaborators made through this process. */
+  get generation(): number {
+    return this.projects.generation;
+  }
 
   /** The caller's role on a project (admins act as owners); null when they may not see it. */
   async roleOn(caller: Caller, projectId: string): Promise<Role | null> {
@@ -38,11 +62,29 @@ export class ProjectsService {
    * one they see without the role is 403.
    */
   async access(caller: Caller, projectId: string, needed: Role = 'viewer'): Promise<ProjectRow> {
-    const project = await this.projects.byId(projectId);
-    const role = project ? await this.roleOn(caller, projectId) : null;
-    if (!project || role === null) throw notFound('Project');
-    if (!atLeast(role, needed)) throw forbidden(`This needs the ${needed} role on the project`);
-    return project;
+    const key = `${caller.id} ${caller.role} ${projectId}`;
+    let hit = this.granted.get(key);
+    if (
+      !hit ||
+      hit.until <= Date.now() ||
+      hit.projectsGen !== this.projects.generation ||
+      hit.usersGen !== this.users.generation
+    ) {
+      // The generations before the reads: a change committed while they run makes the entry stale.
+      const projectsGen = this.projects.generation;
+      const usersGen = this.users.generation;
+      const project = await this.projects.byId(projectId);
+      const role = project ? await this.roleOn(caller, projectId) : null;
+      if (!project || role === null) {
+        this.granted.delete(key);
+        throw notFound('Project');
+      }
+      if (this.granted.size >= 10_000) this.granted.clear();
+      hit = { project, role, projectsGen, usersGen, until: Date.now() + ACCESS_CACHE_MS };
+      this.granted.set(key, hit);
+    }
+    if (!atLeast(hit.role, needed)) throw forbidden(`This needs the ${needed} role on the project`);
+    return hit.project;
   }
 
   async create(caller: Caller, input: { name: string; type?: string }) {

@@ -5,7 +5,7 @@ import type { RunFilter, RunKind, RunRow, RunSort, RunsRepo } from '../store/run
 import type { UserRow, UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
 import { rejectUnstorable } from '../domain/text.ts';
-import type { ProjectsService } from './projects.ts';
+import { ACCESS_CACHE_MS, type ProjectsService } from './projects.ts';
 
 const KIND_LABEL: Record<RunKind, string> = { log_stream: 'Log stream', experiment: 'Experiment' };
 
@@ -28,6 +28,9 @@ function describeRun(r: RunRow, creator: UserRow | undefined, includeCounts: boo
 
 /** Log streams and experiments: the runs of a project that records belong to. */
 export class RunsService {
+  /** Runs found by `check`, by project, id and kind. */
+  private readonly known = new Map<string, { gen: number; until: number }>();
+
   constructor(
     private readonly runs: RunsRepo,
     private readonly users: UsersRepo,
@@ -78,6 +81,24 @@ export class RunsService {
     const run = await this.runs.byId(projectId, runId, kind);
     if (!run) throw notFound(KIND_LABEL[kind]);
     return (await this.describeAll([run], true))[0];
+  }
+
+  /**
+   * The id of a run of the project (of `kind` when given) the caller may see; 404 otherwise. As
+   * `resolve`, but a run found is remembered for ACCESS_CACHE_MS (runs are only ever deleted with
+   * their project, which invalidates it at once; access is checked on every call).
+   */
+  async check(caller: Caller, projectId: string, runId: string, kind?: RunKind): Promise<string> {
+    await this.projects.access(caller, projectId);
+    const key = `${projectId} ${runId} ${kind ?? ''}`;
+    const hit = this.known.get(key);
+    if (hit && hit.until > Date.now() && hit.gen === this.projects.generation) return runId;
+    const gen = this.projects.generation;
+    const run = await this.runs.byId(projectId, runId, kind);
+    if (!run) throw notFound(kind ? KIND_LABEL[kind] : 'Run');
+    if (this.known.size >= 10_000) this.known.clear();
+    this.known.set(key, { gen, until: Date.now() + ACCESS_CACHE_MS });
+    return run.id;
   }
 
   /** A run of the project (either kind) the caller may see; 404 otherwise. */

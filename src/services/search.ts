@@ -191,9 +191,8 @@ export class SearchService {
     const field = given[0];
     const kind: RunKind | undefined =
       field === 'log_stream_id' ? 'log_stream' : field === 'experiment_id' ? 'experiment' : undefined;
-    // resolve checks access to the project first (once), then that the run is in it.
-    const run = await this.runs.resolve(caller, projectId, body[field] as string, kind);
-    return run.id;
+    // check: access to the project first (once), then that the run is in it.
+    return this.runs.check(caller, projectId, body[field] as string, kind);
   }
 
   private async checkMetrics(

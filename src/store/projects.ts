@@ -5,6 +5,12 @@ export type ProjectRow = ProjectsTable;
 export type ProjectCollaboratorRow = ProjectCollaboratorsTable;
 
 export class ProjectsRepo {
+  /**
+   * Bumped after every change of a project or its collaborators: caches of project access
+   * (services/projects.ts) made before it are stale.
+   */
+  generation = 0;
+
   constructor(private readonly db: Kysely<DB>) {}
 
   async insert(project: ProjectRow, owner: ProjectCollaboratorRow): Promise<void> {
@@ -66,20 +72,28 @@ export class ProjectsRepo {
   }
 
   async addCollaborator(row: ProjectCollaboratorRow): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      let del = tx.deleteFrom('project_collaborators').where('project_id', '=', row.project_id);
-      del = row.user_id ? del.where('user_id', '=', row.user_id) : del.where('group_id', '=', row.group_id);
-      await del.execute();
-      await tx.insertInto('project_collaborators').values(row).execute();
-    });
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        let del = tx.deleteFrom('project_collaborators').where('project_id', '=', row.project_id);
+        del = row.user_id ? del.where('user_id', '=', row.user_id) : del.where('group_id', '=', row.group_id);
+        await del.execute();
+        await tx.insertInto('project_collaborators').values(row).execute();
+      });
+    } finally {
+      this.generation++;
+    }
   }
 
   /** Deletes a project and everything under it. */
   async delete(id: string): Promise<void> {
-    await this.db.transaction().execute(async (tx) => {
-      const runIds = tx.selectFrom('runs').select('id').where('project_id', '=', id);
-      await tx.deleteFrom('records').where('run_id', 'in', runIds).execute();
-      await tx.deleteFrom('projects').where('id', '=', id).execute();
-    });
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        const runIds = tx.selectFrom('runs').select('id').where('project_id', '=', id);
+        await tx.deleteFrom('records').where('run_id', 'in', runIds).execute();
+        await tx.deleteFrom('projects').where('id', '=', id).execute();
+      });
+    } finally {
+      this.generation++;
+    }
   }
 }

@@ -7,6 +7,13 @@ export type GroupRow = GroupsTable;
 
 /** Users, their API keys, groups and group membership. */
 export class UsersRepo {
+  /**
+   * Bumped after every change here that can take access away (key revoked, group membership
+   * changed): caches of credentials and project access (services/auth.ts, projects.ts) made before
+   * it are stale.
+   */
+  generation = 0;
+
   constructor(private readonly db: Kysely<DB>) {}
 
   count(): Promise<number> {
@@ -63,14 +70,18 @@ export class UsersRepo {
   }
 
   async revokeKey(userId: string, keyId: string, at: number): Promise<boolean> {
-    const r = await this.db
-      .updateTable('api_keys')
-      .set({ revoked_at: at })
-      .where('id', '=', keyId)
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) > 0;
+    try {
+      const r = await this.db
+        .updateTable('api_keys')
+        .set({ revoked_at: at })
+        .where('id', '=', keyId)
+        .where('user_id', '=', userId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
+      return Number(r.numUpdatedRows) > 0;
+    } finally {
+      this.generation++;
+    }
   }
 
   async touchKey(keyId: string, at: number): Promise<void> {
@@ -96,20 +107,28 @@ export class UsersRepo {
 
   async addMembers(groupId: string, userIds: string[], at: number): Promise<void> {
     if (userIds.length === 0) return;
-    await this.db
-      .insertInto('group_members')
-      .values(userIds.map((user_id) => ({ group_id: groupId, user_id, created_at: at })))
-      .onConflict((oc) => oc.columns(['group_id', 'user_id']).doNothing())
-      .execute();
+    try {
+      await this.db
+        .insertInto('group_members')
+        .values(userIds.map((user_id) => ({ group_id: groupId, user_id, created_at: at })))
+        .onConflict((oc) => oc.columns(['group_id', 'user_id']).doNothing())
+        .execute();
+    } finally {
+      this.generation++;
+    }
   }
 
   async removeMember(groupId: string, userId: string): Promise<boolean> {
-    const r = await this.db
-      .deleteFrom('group_members')
-      .where('group_id', '=', groupId)
-      .where('user_id', '=', userId)
-      .executeTakeFirst();
-    return Number(r.numDeletedRows) > 0;
+    try {
+      const r = await this.db
+        .deleteFrom('group_members')
+        .where('group_id', '=', groupId)
+        .where('user_id', '=', userId)
+        .executeTakeFirst();
+      return Number(r.numDeletedRows) > 0;
+    } finally {
+      this.generation++;
+    }
   }
 
   members(groupId: string): Promise<UserRow[]> {

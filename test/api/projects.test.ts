@@ -96,5 +96,46 @@ for (const store of storesUnderTest()) {
       assert.equal((await s.call('DELETE', `/v2/projects/${mine.body.id}`, undefined, u.key)).status, 200);
       assert.equal((await s.call('GET', `/v2/projects/${mine.body.id}`, undefined, u.key)).status, 404);
     });
+
+    test('access granted a moment ago is taken away at once (credential and access caches)', async () => {
+      const u = await s.user();
+      const other = await s.user();
+      const p = await s.call('POST', '/v2/projects', { name: 'cached-access' }, u.key);
+      const ls = await s.call('POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'prod' }, u.key);
+      const search = () =>
+        s.call('POST', `/v2/projects/${p.body.id}/sessions/search`, { log_stream_id: ls.body.id }, other.key);
+      const create = (name: string) =>
+        s.call('POST', `/v2/projects/${p.body.id}/log_streams`, { name }, other.key);
+      const g = await s.call('POST', '/v2/groups', { name: 'cached-access-team' });
+      await s.call('POST', `/v2/groups/${g.body.id}/members`, [{ user_id: other.id }]);
+      const share = (role: string) =>
+        s.call('POST', `/v2/projects/${p.body.id}/collaborators`, { group_id: g.body.id, role }, u.key);
+      assert.equal((await share('editor')).status, 200);
+      assert.equal((await search()).status, 200);
+      assert.equal((await create('a')).status, 200);
+      // Downgraded: the next request sees it.
+      assert.equal((await share('viewer')).status, 200);
+      assert.equal((await create('b')).status, 403);
+      assert.equal((await search()).status, 200);
+      // Out of the group: gone at once.
+      assert.equal((await s.call('DELETE', `/v2/groups/${g.body.id}/members/${other.id}`)).status, 200);
+      assert.equal((await search()).status, 404);
+      // Back in, then the project is deleted.
+      await s.call('POST', `/v2/groups/${g.body.id}/members`, [{ user_id: other.id }]);
+      assert.equal((await search()).status, 200);
+      assert.equal((await s.call('DELETE', `/v2/projects/${p.body.id}`, undefined, u.key)).status, 200);
+      assert.equal((await search()).status, 404);
+      // A key revoked behind the server's back (another process on the same database) stops working
+      // within ACCESS_CACHE_MS (1 s).
+      const key = await s.call('POST', '/v2/users/api_keys', { description: 'elsewhere' }, other.key);
+      assert.equal((await s.call('GET', '/v2/current_user', undefined, key.body.api_key)).status, 200);
+      await s.running.services.store.db
+        .updateTable('api_keys')
+        .set({ revoked_at: 1 })
+        .where('id', '=', key.body.id)
+        .execute();
+      await new Promise((resolve) => setTimeout(resolve, 1100));
+      assert.equal((await s.call('GET', '/v2/current_user', undefined, key.body.api_key)).status, 401);
+    });
   });
 }
