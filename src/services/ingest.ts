@@ -65,7 +65,10 @@ export class IngestService {
     if (opts.sessionPerTrace) req.sessionPerTrace = true;
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
-    const { result } = await this.store.run(() => tracesFlow(req, { projectId, runId: run.id, now }));
+    const { result } = await this.store.run(
+      () => tracesFlow(req, { projectId, runId: run.id, now }),
+      req.records.length + req.sessions.length,
+    );
     return {
       project_id: projectId,
       project_name: project.name,
@@ -83,7 +86,10 @@ export class IngestService {
     const req = parseSpansRequest(body, query, now);
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
-    const { result } = await this.store.run(() => spansFlow(req, { projectId, runId: run.id, now }));
+    const { result } = await this.store.run(
+      () => spansFlow(req, { projectId, runId: run.id, now }),
+      req.records.length,
+    );
     return {
       project_id: projectId,
       project_name: project.name,

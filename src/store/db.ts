@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { type Checkpointer, WRITER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.ts';
 import type { DB } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -18,6 +19,8 @@ export interface Store {
   pool: pg.Pool | null;
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
+  /** Called once the schema is migrated: starts background work that must not race migrations. */
+  migrated?(): void;
   close(): Promise<void>;
 }
 
@@ -29,10 +32,14 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 export function openStore(config: Config): Store {
   if (config.databaseUrl) return openPostgres(config.databaseUrl, config.pgSearchPath);
   fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  return openSqlite(path.join(config.dataDir, 'spanbase.db'));
+  return openSqlite(path.join(config.dataDir, 'spanbase.db'), { checkpointer: true });
 }
 
-export function openSqlite(file: string): Store {
+/**
+ * `checkpointer`: the process's main (writer) connection, whose WAL checkpoints then run on a thread
+ * of their own (store/checkpointer.ts) instead of inside the commits of requests.
+ */
+export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}): Store {
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
   // An acknowledged write survives a process crash with WAL + NORMAL.
@@ -47,6 +54,16 @@ export function openSqlite(file: string): Store {
   handle.function('lower', { deterministic: true }, (v: unknown) =>
     typeof v === 'string' ? v.toLowerCase() : v,
   );
+  // The checkpoint thread starts once migrated: a migration may take the database out of WAL mode
+  // for a moment (002), which another open connection would prevent.
+  let checkpointer: Checkpointer | null = null;
+  const migrated = () => {
+    if (!opts.checkpointer || handle.memory || checkpointer) return;
+    handle.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+    // After the WAL starts over, its file is cut back to this size (disk use stays bounded).
+    handle.pragma('journal_size_limit = 67108864');
+    checkpointer = startCheckpointer(file);
+  };
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }) });
   return {
     db,
@@ -54,7 +71,9 @@ export function openSqlite(file: string): Store {
     sqlite: handle,
     pool: null,
     pgSchema: null,
+    migrated,
     async close() {
+      await checkpointer?.stop();
       await db.destroy();
     },
   };

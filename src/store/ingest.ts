@@ -27,7 +27,8 @@ const MUTABLE = RECORD_COLUMNS.filter(
 );
 
 export interface IngestStore {
-  run<R>(flow: () => Flow<R>): Promise<FlowResult<R>>;
+  /** `records`: about how many records the flow writes (a hint for grouping commits). */
+  run<R>(flow: () => Flow<R>, records?: number): Promise<FlowResult<R>>;
   /** Raw baseline for the benchmark: inserts ready rows as one batch (no planning, no aggregates). */
   insertRaw(rows: RecordRow[]): Promise<void>;
 }
@@ -46,6 +47,16 @@ function rowValues(rows: RecordRow[], out: unknown[] = []): unknown[] {
 
 const SQLITE_CHUNK = 32;
 const SQLITE_ID_CHUNK = 200;
+/**
+ * Group commit: a drain that has a large request to write (at least GROUP_MIN_RECORDS) starts
+ * GROUP_WAIT_MS later, or later still while the thread is busy (parsing the next requests), so that
+ * requests arriving together commit together. Most of a commit's cost does not grow with its size:
+ * each random id dirties a page of the id index, and a page dirtied by several requests is written
+ * once (store layer, 200,000 records: about 45 µs of CPU per record in transactions of 1,000, 35 in
+ * transactions of 4,000). Small requests (a session, a PATCH) are not held back.
+ */
+const GROUP_WAIT_MS = 10;
+const GROUP_MIN_RECORDS = 100;
 
 interface Queued {
   flow: () => Flow<unknown>;
@@ -62,6 +73,7 @@ interface Queued {
 class SqliteIngest implements IngestStore {
   private readonly db: SQLite.Database;
   private queue: Queued[] = [];
+  private queuedRecords = 0;
   private draining = false;
   private readonly insertOne: SQLite.Statement;
   private readonly insertChunk: SQLite.Statement;
@@ -184,12 +196,13 @@ class SqliteIngest implements IngestStore {
     this.apply(res.plan, res.runId, projectId, Date.now() * 1000);
   }
 
-  run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+  run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
     return new Promise((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
+      this.queuedRecords += records;
       if (!this.draining) {
         this.draining = true;
-        setImmediate(() => void this.drain());
+        this.schedule();
       }
     });
   }
@@ -234,6 +247,12 @@ class SqliteIngest implements IngestStore {
     });
   }
 
+  /** Starts a drain: at once for small requests, after GROUP_WAIT_MS for large ones (group commit). */
+  private schedule() {
+    if (this.queuedRecords >= GROUP_MIN_RECORDS) setTimeout(() => void this.drain(), GROUP_WAIT_MS);
+    else setImmediate(() => void this.drain());
+  }
+
   private async drain(): Promise<void> {
     try {
       while (this.queue.length) {
@@ -242,6 +261,7 @@ class SqliteIngest implements IngestStore {
         await this.store.db.connection().execute(async () => {
           const jobs = this.queue;
           this.queue = [];
+          this.queuedRecords = 0;
           this.writeGroup(jobs);
         });
       }
@@ -249,7 +269,7 @@ class SqliteIngest implements IngestStore {
       this.draining = false;
       if (this.queue.length) {
         this.draining = true;
-        setImmediate(() => void this.drain());
+        this.schedule();
       }
     }
   }

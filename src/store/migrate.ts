@@ -16,4 +16,5 @@ export async function migrate(store: Store): Promise<void> {
     const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
     throw new Error(`migration failed: ${reason}`);
   }
+  store.migrated?.();
 }

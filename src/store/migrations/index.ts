@@ -5,6 +5,7 @@ import * as ingest from './003_ingest.ts';
 import * as search from './004_search.ts';
 import * as integrations from './005_integrations.ts';
 import * as dashboards from './006_dashboards.ts';
+import * as pageSize from './007_page_size.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '004_search': search,
   '005_integrations': integrations,
   '006_dashboards': dashboards,
+  '007_page_size': pageSize,
 };
