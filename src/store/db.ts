@@ -60,6 +60,10 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}):
   const migrated = () => {
     if (!opts.checkpointer || handle.memory || checkpointer) return;
     handle.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+    // The writer's page cache mostly holds index pages written at random (ids are random): past a few
+    // hundred thousand records they outgrow any cache a 500 MB process can afford, and a page missed
+    // here is read from the operating system's cache. 32 MiB keeps the server's peak RSS bounded.
+    handle.pragma('cache_size = -32768');
     // After the WAL starts over, its file is cut back to this size (disk use stays bounded).
     handle.pragma('journal_size_limit = 67108864');
     checkpointer = startCheckpointer(file);

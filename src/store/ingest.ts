@@ -85,15 +85,16 @@ class SqliteIngest implements IngestStore {
   private readonly runUserSession: SQLite.Statement;
   private readonly tokenUpsert: SQLite.Statement;
   private readonly catalogueUpsert: SQLite.Statement;
+  private readonly lockMain: SQLite.Statement;
 
   constructor(private readonly store: Store) {
     const db = store.sqlite as SQLite.Database;
     this.db = db;
     const cols = RECORD_COLUMNS.join(', ');
     const tuple = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
-    this.insertOne = db.prepare(`insert into records (${cols}) values ${tuple}`);
+    this.insertOne = db.prepare(`insert or rollback into records (${cols}) values ${tuple}`);
     this.insertChunk = db.prepare(
-      `insert into records (${cols}) values ${Array.from({ length: SQLITE_CHUNK }, () => tuple).join(', ')}`,
+      `insert or rollback into records (${cols}) values ${Array.from({ length: SQLITE_CHUNK }, () => tuple).join(', ')}`,
     );
     this.update = db.prepare(`update records set ${MUTABLE.map((c) => `${c} = ?`).join(', ')} where id = ?`);
     this.byIds = db.prepare(
@@ -120,6 +121,8 @@ class SqliteIngest implements IngestStore {
          cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
          updated_at = excluded.updated_at`,
     );
+    // Takes the write lock of the records' database only (see `writeTransaction`).
+    this.lockMain = db.prepare('update runs set num_traces = num_traces where 0');
     this.catalogueUpsert = db.prepare(
       `insert into column_catalogue (run_id, column_id, record_type, data_type, first_seen, last_seen)
        values (?, ?, ?, ?, ?, ?)
@@ -218,6 +221,7 @@ class SqliteIngest implements IngestStore {
     try {
       this.db
         .transaction(() => {
+          this.lockMain.run();
           results.length = 0;
           for (const job of jobs) {
             let res: FlowResult<unknown>;
@@ -231,7 +235,12 @@ class SqliteIngest implements IngestStore {
             results.push({ ok: true, value: res });
           }
         })
-        .immediate();
+        // Deferred, with the write lock taken by its first statement (lockMain): BEGIN IMMEDIATE
+        // would also take the write lock of every attached database, among them the text index,
+        // which the indexer thread holds while it writes a slice, so each commit waited (in
+        // busy-timeout sleeps) for a low-priority thread. Taking the lock first keeps the snapshot
+        // the flow reads the one it writes on.
+        .deferred();
     } catch (err) {
       if (jobs.length > 1) {
         for (const job of jobs) this.writeGroup([job]);
@@ -276,7 +285,12 @@ class SqliteIngest implements IngestStore {
 
   async insertRaw(rows: RecordRow[]): Promise<void> {
     await this.store.db.connection().execute(async () => {
-      this.db.transaction(() => this.insertRows(rows)).immediate();
+      this.db
+        .transaction(() => {
+          this.lockMain.run();
+          this.insertRows(rows);
+        })
+        .deferred();
     });
   }
 }
