@@ -10,11 +10,20 @@ export async function migrate(store: Store): Promise<void> {
     // or several deployments in one database) it must look in ours.
     ...(store.pgSchema ? { migrationTableSchema: store.pgSchema } : {}),
   });
-  const { error, results } = await migrator.migrateToLatest();
-  const failed = results?.find((r) => r.status === 'Error');
-  if (error || failed) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((r) => r.status === 'Error');
+    if (!error && !failed) break;
     const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
+    // Kysely's introspection reads the tables of every schema; one dropped meanwhile (another store
+    // in the same database going away) fails the read, before any migration ran: read again.
+    if (attempt < 3 && store.pgSchema && otherSchemaVanished(reason, store.pgSchema)) continue;
     throw new Error(`migration failed: ${reason}`);
   }
   store.migrated?.();
+}
+
+function otherSchemaVanished(reason: string, ours: string): boolean {
+  const m = /^schema "(.+)" does not exist$/.exec(reason);
+  return m !== null && m[1] !== ours;
 }
