@@ -371,7 +371,12 @@ for (const store of storesUnderTest()) {
           const judge = (what: string, x: Tracked, observed: Core | null) => {
             figures.checked++;
             if (observed === null) {
-              if (x.deleted || x.pendingDelete || (x.acked === null && x.pending.length)) return;
+              if (x.deleted || x.pendingDelete || (x.acked === null && x.pending.length)) {
+                // An in-flight delete that landed before the kill: later writes must not target it.
+                x.deleted = true;
+                x.pendingDelete = false;
+                return;
+              }
               figures.lost++;
               problems.push(`${what}: acknowledged, missing after the restart`);
               return;
