@@ -405,7 +405,10 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
     const candidates = await search.repo.textCandidates(store.db, q.tree, q.types);
     const compiled = search.repo.rowidQuery(store.db, q, candidates).compile();
     let page = prepared.get(compiled.sql);
-    if (!page) prepared.set(compiled.sql, (page = h.prepare<unknown[]>(compiled.sql).pluck()));
+    if (!page) {
+      page = h.prepare<unknown[]>(compiled.sql).pluck();
+      prepared.set(compiled.sql, page);
+    }
     return h.transaction(() => {
       const rowids = page.all(...(compiled.parameters as unknown[])) as number[];
       const got = rows.all(JSON.stringify(rowids)) as { __rid: number }[];

@@ -60,8 +60,9 @@ export function textFaults(value: unknown, loc: Loc, faults: ErrorItem[] = []): 
     return msg === null;
   };
   if (typeof value === 'string') check(loc, value);
-  else if (Array.isArray(value)) value.forEach((v, i) => textFaults(v, [...loc, i], faults));
-  else if (value && typeof value === 'object') {
+  else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) textFaults(value[i], [...loc, i], faults);
+  } else if (value && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) if (check([...loc, k], k)) textFaults(v, [...loc, k], faults);
   }
   return faults;
