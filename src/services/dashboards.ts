@@ -13,8 +13,8 @@ import type { Role } from '../domain/roles.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import { type ColumnDef, lookupColumn } from '../query/columns.ts';
 import { type FilterTree, leavesOf, unknownMetricFaults, validateFilterTree } from '../query/filters.ts';
+import { type CellRow, rankGroups, rowsOf } from '../domain/cell-columns.ts';
 import {
-  type CellRow,
   type DashboardDataRepo,
   type DashboardRow,
   type DashboardsRepo,
@@ -742,6 +742,8 @@ export class DashboardsService {
       metrics: [...specs.values()],
       textCandidates: (db, t) => this.search.textCandidates(db, t),
     });
+    // Only the shown groups' cells become objects: a group_by may have a group per record.
+    const groups = rankGroups(result.parts, group ? (body.group_limit ?? DEFAULT_GROUP_LIMIT) : 1);
     return assemble({
       dashboardId,
       range,
@@ -749,11 +751,12 @@ export class DashboardsService {
       intervalMins,
       groupBy: d.group_by,
       group,
-      groupLimit: body.group_limit ?? DEFAULT_GROUP_LIMIT,
+      shown: group ? groups.shown : [null],
+      groupCount: groups.count,
       widgets,
       specOf,
-      cells: result.cells,
-      percentileTotals: result.percentileTotals,
+      cells: rowsOf(result.parts, groups.shown),
+      percentileTotals: result.percentileTotals ? rowsOf([result.percentileTotals], groups.shown) : null,
     });
   }
 }
@@ -829,18 +832,16 @@ function assemble(a: {
   intervalMins: number;
   groupBy: string | null;
   group: ColumnDef | null;
-  groupLimit: number;
+  /** The groups shown, in order, and how many there are in all. */
+  shown: unknown[];
+  groupCount: number;
   widgets: WidgetRow[];
   specOf: Map<string, MetricSpec>;
   cells: CellRow[];
   percentileTotals: CellRow[] | null;
 }) {
   const totals = totalsOf(a.cells, a.percentileTotals);
-  // Groups by matching records over the whole range, most first; ties by value.
-  const ranked = [...totals.values()]
-    .map((t) => [t.g, Number(t.n)] as const)
-    .sort((x, y) => y[1] - x[1] || compareValues(x[0], y[0]));
-  const shown = a.group ? ranked.slice(0, a.groupLimit).map(([g]) => g) : [null];
+  const shown = a.shown;
   const index = new Map(shown.map((g, i) => [g, i]));
   const byCell = new Map<string, CellRow>();
   for (const c of a.cells) if (index.has(c.g)) byCell.set(`${c.b}|${index.get(c.g)}`, c);
@@ -852,7 +853,7 @@ function assemble(a: {
     group_by: a.groupBy,
     buckets: Array.from({ length: a.layout.count }, (_, i) => a.layout.first + i * a.layout.size),
     groups: shown.map((g) => presentGroup(g, a.group)),
-    other_groups: a.group ? Math.max(0, ranked.length - shown.length) : 0,
+    other_groups: a.group ? Math.max(0, a.groupCount - shown.length) : 0,
     widgets: a.widgets.map((w) => {
       const spec = a.specOf.get(w.id);
       const agg = w.aggregation as Aggregation;
@@ -899,16 +900,6 @@ export function cellValue(cell: CellRow | undefined, spec: MetricSpec, agg: Aggr
     default:
       return num(`p${{ P50: 50, P90: 90, P95: 95, P99: 99 }[agg]}`);
   }
-}
-
-function compareValues(x: unknown, y: unknown): number {
-  if (x === y) return 0;
-  if (x === null) return 1;
-  if (y === null) return -1;
-  if (typeof x === 'number' && typeof y === 'number') return x - y;
-  const a = String(x);
-  const b = String(y);
-  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** A group value as the API shows it: booleans as booleans, timestamps as date-times. */

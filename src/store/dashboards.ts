@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
+import { CellCollector, type CellColumns, type CellRow } from '../domain/cell-columns.ts';
 import { sqlitePercentileFraction } from '../domain/dashboards.ts';
 import { compileFilterTree } from '../query/compile.ts';
 import type { ColumnDef } from '../query/columns.ts';
@@ -215,11 +216,12 @@ export interface CellQuery {
 }
 
 /**
- * Aggregates of one (bucket, group) cell: `b` the bucket index (-1 in totals), `g` the group value
- * (null without group_by), `n` the matching records, and per metric `<key>_n` (records with a value),
- * `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`, `<key>_p<percent>`.
+ * The aggregates of a (bucket, group) cell (domain/cell-columns.ts): `b` the bucket index (-1 in
+ * totals), `g` the group value (null without group_by), `n` the matching records, and per metric
+ * `<key>_n` (records with a value), `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`,
+ * `<key>_p<percent>`.
  */
-export type CellRow = { b: number; g: unknown; n: number } & Record<string, unknown>;
+export type { CellRow };
 
 /** Scalar columns of `records` that are never NULL. */
 const NOT_NULL = new Set(['id', 'type', 'name', 'created_at', 'updated_at', 'is_complete', 'num_children']);
@@ -320,7 +322,10 @@ export class DashboardDataRepo {
     return this.store.dialect === 'postgres';
   }
 
-  /** SELECT ... FROM records WHERE <run, range, filter> GROUP BY <bucket?>, <group>. */
+  /**
+   * SELECT <bucket>, <group>, <aggregates> FROM records WHERE <run, range, filter>
+   * GROUP BY <bucket?>, <group>; `aggregates` names the columns after the first two.
+   */
   private statement(
     q: CellQuery,
     o: { bucket: boolean; percentilesOnly: boolean; low: number; high: number },
@@ -359,6 +364,7 @@ export class DashboardDataRepo {
       }
     }
     const select = sql.join(parts.map((e, i) => sql`${e} as ${sql.id(names[i])}`));
+    const aggregates = names.slice(2);
     const where = [
       sql`records.run_id = ${q.runId}`,
       sql`records.created_at >= ${o.low}`,
@@ -368,33 +374,40 @@ export class DashboardDataRepo {
     const from = sql`select ${select} from records where ${sql.join(where, sql` and `)}`;
     // Without a bucket column the statement covers one bucket (or none): it groups by the group alone,
     // and without a group it needs no GROUP BY (so no sort) at all.
-    if (o.bucket) return sql<CellRow>`${from} group by 1, 2`;
-    return q.group ? sql<CellRow>`${from} group by 2` : sql<CellRow>`${from}`;
+    if (o.bucket) return { query: sql<CellRow>`${from} group by 1, 2`, aggregates };
+    return { query: q.group ? sql<CellRow>`${from} group by 2` : sql<CellRow>`${from}`, aggregates };
   }
 
   /**
    * Aggregates per (bucket, group), and per group over the whole range the percentiles in
-   * `totalPercentiles` (which cannot be merged from buckets); `percentileTotals` is null when none.
+   * `totalPercentiles` (which cannot be merged from buckets; null when none are wanted), in columns:
+   * one part per thread that computed some of them.
    */
   async cells(q: CellQuery): Promise<CellResult> {
     const needTotals = q.metrics.some((m) => m.totalPercentiles.size > 0);
     if (this.pg) {
       const whole = { low: q.startUs, high: q.endUs };
-      const cells = await this.statement(q, { bucket: true, percentilesOnly: false, ...whole }).execute(
-        this.store.db,
-      );
-      const totals = needTotals
-        ? (await this.statement(q, { bucket: false, percentilesOnly: true, ...whole }).execute(this.store.db))
-            .rows
-        : null;
-      return { cells: cells.rows.map(normalise), percentileTotals: totals ? totals.map(normalise) : null };
+      const run = async (o: { bucket: boolean; percentilesOnly: boolean }) => {
+        const { query, aggregates } = this.statement(q, { ...o, ...whole });
+        const out = new CellCollector(aggregates);
+        const names = ['b', 'g', ...aggregates];
+        for (const row of (await query.execute(this.store.db)).rows)
+          out.add(names.map((k) => (row as Record<string, unknown>)[k]));
+        return out.done();
+      };
+      const cells = await run({ bucket: true, percentilesOnly: false });
+      const totals = needTotals ? await run({ bucket: false, percentilesOnly: true }) : null;
+      return { parts: [cells], percentileTotals: totals };
     }
-    if (!this.readers) return this.cellsHere(q, { from: 0, to: q.buckets, totals: needTotals });
+    if (!this.readers) {
+      const here = await this.cellsHere(q, { from: 0, to: q.buckets, totals: needTotals });
+      return { parts: [here.cells], percentileTotals: here.percentileTotals };
+    }
     // SQLite with reader threads: the buckets split between them (and the totals pass on its own),
     // off the main thread where requests and ingestion run.
     const { textCandidates: _, ...job } = q;
     const parts = Math.min(this.readers.size, q.buckets);
-    const jobs: Promise<CellResult>[] = [];
+    const jobs: Promise<ThreadCells>[] = [];
     for (let k = 0; k < parts; k++) {
       const from = Math.floor((k * q.buckets) / parts);
       const to = Math.floor(((k + 1) * q.buckets) / parts);
@@ -403,7 +416,7 @@ export class DashboardDataRepo {
     if (needTotals) jobs.push(this.readers.run({ q: job, from: 0, to: 0, totals: true }));
     const done = await Promise.all(jobs);
     return {
-      cells: done.flatMap((d) => d.cells),
+      parts: done.map((d) => d.cells),
       percentileTotals: needTotals ? done[done.length - 1].percentileTotals : null,
     };
   }
@@ -412,45 +425,53 @@ export class DashboardDataRepo {
    * SQLite, on this connection: the cells of buckets [from, to), and the percentile totals when asked,
    * in one read transaction (one snapshot).
    */
-  cellsHere(q: CellQuery, part: { from: number; to: number; totals: boolean }): Promise<CellResult> {
+  cellsHere(q: CellQuery, part: { from: number; to: number; totals: boolean }): Promise<ThreadCells> {
     return this.store.db.connection().execute(async (conn) => {
       const candidates = q.textCandidates ? await q.textCandidates(conn, q.tree) : undefined;
       const raw = this.store.sqlite!;
       const perChunk = Math.max(1, Math.ceil(q.buckets / MAX_CHUNKS));
-      const cells: CellRow[] = [];
-      let totals: CellRow[] | null = null;
+      // One bucket per statement (the usual case): the bucket is known, not computed per row.
+      const single = perChunk === 1;
+      const range = { low: LOW_MARK, high: HIGH_MARK };
+      const { query, aggregates } = this.statement(
+        q,
+        { bucket: !single, percentilesOnly: false, ...range },
+        candidates,
+      );
+      const cells = new CellCollector(aggregates);
+      let totals: CellColumns | null = null;
       raw.exec('begin');
       try {
         if (part.to > part.from) {
-          // One bucket per statement (the usual case): the bucket is known, not computed per row.
-          const single = perChunk === 1;
-          const compiled = this.statement(
-            q,
-            { bucket: !single, percentilesOnly: false, low: LOW_MARK, high: HIGH_MARK },
-            candidates,
-          ).compile(conn);
+          const compiled = query.compile(conn);
           const lowAt = compiled.parameters.indexOf(LOW_MARK);
           const highAt = compiled.parameters.indexOf(HIGH_MARK);
-          const stmt = raw.prepare(compiled.sql);
+          const stmt = raw.prepare(compiled.sql).raw(true);
           const params = [...compiled.parameters];
+          // An aggregate without GROUP BY answers one row even for no records: its count (`n`,
+          // the third column) is 0.
           for (let i = part.from; i < part.to; i += perChunk) {
             params[lowAt] = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
             params[highAt] = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
-            for (const row of stmt.all(params) as CellRow[]) {
-              if (!single) cells.push(row);
-              // An aggregate without GROUP BY answers one row even for no records.
-              else if (row.n > 0) cells.push({ ...row, b: i });
+            for (const row of stmt.all(params) as unknown[][]) {
+              if (!single) cells.add(row);
+              else if ((row[2] as number) > 0) cells.add(row, i);
             }
           }
         }
         if (part.totals) {
           const whole = { low: q.startUs, high: q.endUs };
-          const t = this.statement(q, { bucket: false, percentilesOnly: true, ...whole }, candidates).compile(
-            conn,
-          );
-          totals = raw.prepare(t.sql).all([...t.parameters]) as CellRow[];
+          const t = this.statement(q, { bucket: false, percentilesOnly: true, ...whole }, candidates);
+          const compiled = t.query.compile(conn);
+          const out = new CellCollector(t.aggregates);
+          for (const row of raw
+            .prepare(compiled.sql)
+            .raw(true)
+            .all([...compiled.parameters]) as unknown[][])
+            out.add(row);
+          totals = out.done();
         }
-        return { cells, percentileTotals: totals };
+        return { cells: cells.done(), percentileTotals: totals };
       } finally {
         raw.exec('commit');
       }
@@ -463,9 +484,16 @@ export class DashboardDataRepo {
   }
 }
 
+/** Widget data: the cells in one part per thread that computed some, and the percentile totals. */
 export interface CellResult {
-  cells: CellRow[];
-  percentileTotals: CellRow[] | null;
+  parts: CellColumns[];
+  percentileTotals: CellColumns | null;
+}
+
+/** What one thread computed: cells of some buckets, and the percentile totals when asked. */
+export interface ThreadCells {
+  cells: CellColumns;
+  percentileTotals: CellColumns | null;
 }
 
 /** One piece of a query for a reader thread: the query without its callback, and which buckets. */
@@ -490,7 +518,7 @@ function readerBootstrap(): { code: string; eval: true } | { url: URL } {
 
 interface Reader {
   worker: Worker;
-  jobs: Map<number, { resolve: (r: CellResult) => void; reject: (e: Error) => void }>;
+  jobs: Map<number, { resolve: (r: ThreadCells) => void; reject: (e: Error) => void }>;
 }
 
 /**
@@ -517,7 +545,7 @@ class DashboardReaders {
     const reader: Reader = { worker, jobs: new Map() };
     worker.on(
       'message',
-      (msg: { id: number; result?: CellResult; error?: { message: string; code?: string } }) => {
+      (msg: { id: number; result?: ThreadCells; error?: { message: string; code?: string } }) => {
         const job = reader.jobs.get(msg.id);
         if (!job) return;
         reader.jobs.delete(msg.id);
@@ -538,7 +566,7 @@ class DashboardReaders {
     return reader;
   }
 
-  run(job: CellJob): Promise<CellResult> {
+  run(job: CellJob): Promise<ThreadCells> {
     if (this.closed) return Promise.reject(new Error('dashboard readers are closed'));
     let reader = this.readers.find((r) => r.jobs.size === 0);
     if (!reader && this.readers.length < this.size) reader = this.spawn();
@@ -557,13 +585,4 @@ class DashboardReaders {
     this.readers = [];
     await Promise.all(all.map((r) => r.worker.terminate()));
   }
-}
-
-/** PostgreSQL answers counts and sums as bigint or numeric; every aggregate is a number here. */
-function normalise(row: CellRow): CellRow {
-  const out: CellRow = { ...row, b: Number(row.b) };
-  for (const [k, v] of Object.entries(row)) {
-    if (k !== 'g' && v !== null && typeof v === 'string') out[k] = Number(v);
-  }
-  return out;
 }
