@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.ts';
 import { type Running, startServices } from '../src/server.ts';
 import { type ParsedSearch, TARGET_TYPES, parseSearchBody } from '../src/services/search.ts';
 import type { RecordSearch } from '../src/store/search.ts';
+import { pageJsonStatement } from '../src/store/search-json.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -395,11 +396,12 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
     return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
   }
   const h = store.sqlite!;
-  const rows = h.prepare(
-    'select *, rowid as __rid from records where rowid in (select value from json_each(?))',
-  );
+  // The statement that reads the page's records renders them as JSON (store/search-json.ts): the raw
+  // run is that same statement, over the page's rowids (the page without the extra row that tells
+  // whether another follows, as the search reads it).
+  const rows = h.prepare(pageJsonStatement(parsed.includeCounts));
   // The same statements the search runs, in one read transaction: text candidates, the page's rowids,
-  // then its rows (each statement prepared once, as the search's are).
+  // then its records (each statement prepared once, as the search's are).
   const prepared = new Map<string, ReturnType<typeof h.prepare<unknown[]>>>();
   return async () => {
     const candidates = await search.repo.textCandidates(store.db, q.tree, q.types);
@@ -411,9 +413,7 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
     }
     return h.transaction(() => {
       const rowids = page.all(...(compiled.parameters as unknown[])) as number[];
-      const got = rows.all(JSON.stringify(rowids)) as { __rid: number }[];
-      const byRowid = new Map(got.map((r) => [r.__rid, r]));
-      return rowids.map((rid) => byRowid.get(rid));
+      return rows.all(JSON.stringify(rowids.slice(0, parsed.limit)));
     })();
   };
 }

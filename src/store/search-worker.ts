@@ -10,7 +10,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './db.ts';
 import { SearchRepo } from './search.ts';
 import { attachTextIndex, indexQueued } from './search-text.ts';
-import { type PageFormat, searchPageJson } from '../services/search-page.ts';
+import type { PageFormat } from '../services/search-page.ts';
 
 const { file, role } = workerData as { file: string; role: 'reader' | 'indexer' };
 const store = openSqlite(file);
@@ -66,19 +66,17 @@ function runIndexer() {
 }
 
 function serveSearches() {
-  const encoder = new TextEncoder();
   const repo = new SearchRepo(store, { readers: 0 });
   parentPort!.on(
     'message',
     async (msg: { id: number; query: any; candidateCap: number; page?: PageFormat }) => {
       try {
         repo.candidateCap = msg.candidateCap;
-        // A page is answered as its response body, UTF-8 encoded here and moved (not copied) to the
-        // main thread: no copy of every row crosses threads, and decoding, serializing and encoding run
-        // here rather than on the main thread.
+        // A page is answered as its response body, made here and moved (not copied) to the main
+        // thread: no row crosses threads, and rendering runs here rather than on the main thread.
         if (msg.page) {
-          const body = encoder.encode(searchPageJson(await repo.pageRowsHere(msg.query), msg.page));
-          parentPort!.postMessage({ id: msg.id, body }, [body.buffer]);
+          const body = await repo.pageBodyHere(msg.query, msg.page);
+          parentPort!.postMessage({ id: msg.id, body }, [body.buffer as ArrayBuffer]);
         } else parentPort!.postMessage({ id: msg.id, rows: await repo.searchHere(msg.query) });
       } catch (err) {
         const e = err as Error & { code?: string };

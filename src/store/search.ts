@@ -21,7 +21,9 @@ import {
   trimQueue,
 } from './search-text.ts';
 import type { DB, RecordsTable } from './tables.ts';
-import { type PageFormat, searchPageJson } from '../services/search-page.ts';
+import type { StoredRecord } from '../domain/records.ts';
+import { type PageFormat, pageBody, recordJson, searchPageJson } from '../services/search-page.ts';
+import { pageJsonStatement } from './search-json.ts';
 
 export interface RecordSearch {
   projectId: string;
@@ -36,6 +38,13 @@ export interface RecordSearch {
 }
 
 export type RecordRowRead = RecordsTable;
+
+/** A record of a page as store/search-json.ts renders it (`j` null: to render in JavaScript). */
+export interface PageJsonRow {
+  rid: number;
+  id: string;
+  j: Uint8Array | null;
+}
 
 export interface CatalogueEntry {
   column_id: string;
@@ -259,15 +268,67 @@ export class SearchRepo {
   }
 
   /**
-   * One page of records as the search response's body, JSON text (services/search-page.ts) UTF-8
-   * encoded, decoded and serialized on the reader thread that read it when there are reader threads.
+   * One page of records as the search response's body, JSON UTF-8 (services/search-page.ts), made on
+   * the reader thread that read it when there are reader threads.
    */
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
     if (this.readers) {
       const body = await this.readers.run(q, this.candidateCap, page);
       return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     }
-    return Buffer.from(searchPageJson(await this.pageRowsHere(q), page));
+    return this.pageBodyHere(q, page);
+  }
+
+  /**
+   * `searchPage` on this thread's connection. SQLite: in one read transaction (one snapshot), the text
+   * candidates, the page's rowids, then its records rendered as JSON by the statement itself
+   * (store/search-json.ts), the few it cannot render read whole and rendered here.
+   */
+  async pageBodyHere(q: RecordSearch, page: PageFormat): Promise<Buffer> {
+    if (this.store.dialect === 'postgres')
+      return Buffer.from(searchPageJson(await this.pageRowsHere(q), page));
+    const h = this.store.sqlite!;
+    return this.store.db.connection().execute(async (conn) => {
+      h.exec('begin');
+      try {
+        const candidates = await this.textCandidates(conn, q.tree, q.types);
+        const compiled = this.rowidQuery(conn, q, candidates).compile();
+        const rowids = this.prepared(compiled.sql, true).all(compiled.parameters) as number[];
+        const more = rowids.length > page.limit;
+        const rows = this.pageJsonRows(more ? rowids.slice(0, page.limit) : rowids, page.includeCounts);
+        return pageBody(
+          rows.map((r) => r.j as Uint8Array),
+          rows.length ? rows[rows.length - 1].id : null,
+          more,
+          page,
+        );
+      } finally {
+        if (h.inTransaction) h.exec('commit');
+      }
+    });
+  }
+
+  /**
+   * SQLite: the records of `rowids` as their response JSON, in that order; rows the statement cannot
+   * render are read whole and rendered with recordToApi and the response schema. Runs inside the
+   * caller's read transaction.
+   */
+  pageJsonRows(rowids: readonly number[], includeCounts: boolean): PageJsonRow[] {
+    if (!rowids.length) return [];
+    const rows = this.prepared(pageJsonStatement(includeCounts), false).all(
+      JSON.stringify(rowids),
+    ) as PageJsonRow[];
+    const missing = rows.filter((r) => r.j === null);
+    if (missing.length) {
+      const full = this.prepared(ROWS_BY_ROWID, false).all(
+        JSON.stringify(missing.map((r) => r.rid)),
+      ) as (StoredRecord & {
+        __rid: number;
+      })[];
+      const byRowid = new Map(full.map((r) => [r.__rid, r]));
+      for (const r of missing) r.j = Buffer.from(recordJson(byRowid.get(r.rid)!, includeCounts));
+    }
+    return rows;
   }
 
   /** `search` on this thread's connection. */
