@@ -1,22 +1,22 @@
+import type { CellTable } from './cell-aggregates.ts';
+
 /**
  * Widget-data cells in columns, and the choice of the groups a dashboard answer shows.
  *
  * A `group_by` over a column with many values (a name per session, say) yields a cell per bucket
  * and value: about 100,000 cells over 1,000,000 records, of which an answer shows the few largest
- * groups. Cells therefore travel in columns (typed arrays, moved between threads without a copy,
- * and the group values once each), the groups are ranked on their counts alone, and only the shown
- * groups' cells become objects.
+ * groups. Cells therefore travel in columns (typed arrays, moved between threads without a copy),
+ * the groups are ranked on their counts alone, and only the shown groups' cells become objects.
  */
 
 /**
- * Cells in columns: cell i is bucket `b[i]` (-1 for a whole-range total) of group `groups[g[i]]`;
+ * Cells in columns: cell i is bucket `b[i]` (-1 for a whole-range total) of group `groups[i]`;
  * aggregate `names[k]` of cell i is `values[k][i]`, NaN standing for SQL NULL.
  */
 export interface CellColumns {
   names: string[];
   groups: unknown[];
   b: Int32Array;
-  g: Int32Array;
   values: Float64Array[];
 }
 
@@ -34,10 +34,8 @@ function num(v: unknown): number {
  * columns; `bucket` overrides the rows' bucket when the statement covered a single one.
  */
 export class CellCollector {
-  private readonly groupIndex = new Map<unknown, number>();
   private readonly groups: unknown[] = [];
   private readonly b: number[] = [];
-  private readonly g: number[] = [];
   private readonly values: number[][];
 
   constructor(private readonly names: string[]) {
@@ -45,16 +43,21 @@ export class CellCollector {
   }
 
   add(row: readonly unknown[], bucket?: number): void {
-    const value = row[1] ?? null;
-    let gi = this.groupIndex.get(value);
-    if (gi === undefined) {
-      gi = this.groups.length;
-      this.groups.push(value);
-      this.groupIndex.set(value, gi);
-    }
     this.b.push(bucket ?? Number(row[0]));
-    this.g.push(gi);
+    this.groups.push(row[1] ?? null);
     for (let k = 0; k < this.names.length; k++) this.values[k].push(num(row[k + 2]));
+  }
+
+  /** Adds cells given in columns (domain/cell-aggregates.ts), the aggregates in `names` order. */
+  addColumns(t: CellTable): void {
+    for (let c = 0; c < t.b.length; c++) {
+      this.b.push(t.b[c]);
+      this.groups.push(t.g[c] ?? null);
+    }
+    t.values.forEach((col, k) => {
+      const into = this.values[k];
+      for (const v of col) into.push(v);
+    });
   }
 
   done(): CellColumns {
@@ -62,7 +65,6 @@ export class CellCollector {
       names: this.names,
       groups: this.groups,
       b: Int32Array.from(this.b),
-      g: Int32Array.from(this.g),
       values: this.values.map((v) => Float64Array.from(v)),
     };
   }
@@ -71,7 +73,7 @@ export class CellCollector {
 /** The buffers of cells, to move them to another thread instead of copying them. */
 export function cellBuffers(c: CellColumns | null): ArrayBuffer[] {
   if (!c) return [];
-  return [c.b.buffer, c.g.buffer, ...c.values.map((v) => v.buffer)] as ArrayBuffer[];
+  return [c.b.buffer, ...c.values.map((v) => v.buffer)] as ArrayBuffer[];
 }
 
 /** Group values in the order answers list them: numbers by value, others as text, null last. */
@@ -85,32 +87,35 @@ export function compareGroupValues(x: unknown, y: unknown): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/**
- * The groups to show: by matching records (`n`) over the whole range, most first, ties by value;
- * at most `limit`. Also how many groups there are in all.
- */
-export function rankGroups(parts: CellColumns[], limit: number): { shown: unknown[]; count: number } {
+/** Records per group value over every part's cells (`n`). */
+export function groupCounts(parts: readonly CellColumns[]): Map<unknown, number> {
   const totals = new Map<unknown, number>();
   for (const p of parts) {
     const n = p.values[p.names.indexOf('n')];
-    const perGroup = new Float64Array(p.groups.length);
-    for (let i = 0; i < p.g.length; i++) perGroup[p.g[i]] += n[i];
-    p.groups.forEach((value, gi) => {
-      totals.set(value, (totals.get(value) ?? 0) + perGroup[gi]);
+    p.groups.forEach((value, i) => {
+      totals.set(value, (totals.get(value) ?? 0) + n[i]);
     });
   }
+  return totals;
+}
+
+/**
+ * The groups to show: by matching records over the whole range, most first, ties by value; at
+ * most `limit`. Also how many groups there are in all.
+ */
+export function rankGroups(counts: Map<unknown, number>, limit: number): { shown: unknown[]; count: number } {
   // Keeps the best `limit` in order: one comparison per group with the last kept, as a rule.
   const best: [unknown, number][] = [];
   const before = (a: [unknown, number], b: [unknown, number]) =>
     a[1] !== b[1] ? a[1] > b[1] : compareGroupValues(a[0], b[0]) < 0;
-  for (const entry of totals) {
+  for (const entry of counts) {
     if (best.length === limit && !before(entry, best[best.length - 1])) continue;
     let at = best.length;
     while (at > 0 && before(entry, best[at - 1])) at--;
     best.splice(at, 0, entry);
     if (best.length > limit) best.pop();
   }
-  return { shown: best.map(([value]) => value), count: totals.size };
+  return { shown: best.map(([value]) => value), count: counts.size };
 }
 
 /** The cells of the given groups as objects (NULL aggregates as null). */
@@ -118,10 +123,9 @@ export function rowsOf(parts: CellColumns[], groups: readonly unknown[]): CellRo
   const wanted = new Set(groups);
   const rows: CellRow[] = [];
   for (const p of parts) {
-    const keep = p.groups.map((value) => wanted.has(value));
-    for (let i = 0; i < p.g.length; i++) {
-      if (!keep[p.g[i]]) continue;
-      const row = { b: p.b[i], g: p.groups[p.g[i]] } as CellRow;
+    for (let i = 0; i < p.b.length; i++) {
+      if (!wanted.has(p.groups[i])) continue;
+      const row = { b: p.b[i], g: p.groups[i] } as CellRow;
       p.names.forEach((name, k) => {
         const v = p.values[k][i];
         row[name] = Number.isNaN(v) ? null : v;

@@ -13,7 +13,7 @@ import type { Role } from '../domain/roles.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import { type ColumnDef, lookupColumn } from '../query/columns.ts';
 import { type FilterTree, leavesOf, unknownMetricFaults, validateFilterTree } from '../query/filters.ts';
-import { type CellRow, rankGroups, rowsOf } from '../domain/cell-columns.ts';
+import type { CellRow } from '../domain/cell-columns.ts';
 import {
   type DashboardDataRepo,
   type DashboardRow,
@@ -730,20 +730,22 @@ export class DashboardsService {
       specOf.set(w.id, spec);
     }
 
-    const result = await this.data.cells({
-      runId: logStreamId,
-      startUs: range.start * 1e6,
-      endUs: range.end * 1e6,
-      firstUs: layout.first * 1e6,
-      sizeUs: layout.size * 1e6,
-      buckets: layout.count,
-      tree,
-      group: group && !group.multiValued ? group : null,
-      metrics: [...specs.values()],
-      textCandidates: (db, t) => this.search.textCandidates(db, t),
-    });
-    // Only the shown groups' cells become objects: a group_by may have a group per record.
-    const groups = rankGroups(result.parts, group ? (body.group_limit ?? DEFAULT_GROUP_LIMIT) : 1);
+    const groupLimit = body.group_limit ?? DEFAULT_GROUP_LIMIT;
+    const result = await this.data.cells(
+      {
+        runId: logStreamId,
+        startUs: range.start * 1e6,
+        endUs: range.end * 1e6,
+        firstUs: layout.first * 1e6,
+        sizeUs: layout.size * 1e6,
+        buckets: layout.count,
+        tree,
+        group: group && !group.multiValued ? group : null,
+        metrics: [...specs.values()],
+        textCandidates: (db, t) => this.search.textCandidates(db, t),
+      },
+      groupLimit,
+    );
     return assemble({
       dashboardId,
       range,
@@ -751,12 +753,12 @@ export class DashboardsService {
       intervalMins,
       groupBy: d.group_by,
       group,
-      shown: group ? groups.shown : [null],
-      groupCount: groups.count,
+      shown: result.shown,
+      groupCount: result.groupCount,
       widgets,
       specOf,
-      cells: rowsOf(result.parts, groups.shown),
-      percentileTotals: result.percentileTotals ? rowsOf([result.percentileTotals], groups.shown) : null,
+      cells: result.cells,
+      percentileTotals: result.percentileTotals,
     });
   }
 }

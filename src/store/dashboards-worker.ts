@@ -4,8 +4,15 @@
  * ingestion run. WAL readers neither wait for nor block the writer.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { cellBuffers } from '../domain/cell-columns.ts';
-import { type CellJob, DashboardDataRepo } from './dashboards.ts';
+import type { GroupScan } from '../domain/cell-aggregates.ts';
+import { CellCollector, cellBuffers } from '../domain/cell-columns.ts';
+import {
+  type CellJob,
+  type CellQuery,
+  DashboardDataRepo,
+  type ReaderRequest,
+  aggregateSpecs,
+} from './dashboards.ts';
 import { openSqlite } from './db.ts';
 import { SearchRepo } from './search.ts';
 
@@ -16,16 +23,49 @@ store.sqlite!.pragma('mmap_size = 2147418112');
 const data = new DashboardDataRepo(store, { readers: 0 });
 const search = new SearchRepo(store, { readers: 0 });
 
-parentPort!.on('message', async (msg: { id: number; job: CellJob }) => {
+/** Grouped scans kept until the main thread takes their shown groups' cells (or drops them). */
+const kept = new Map<number, { scan: GroupScan; q: CellJob['q'] }>();
+
+const withText = (q: CellJob['q']): CellQuery => ({
+  ...q,
+  textCandidates: (db, tree) => search.textCandidates(db, tree),
+});
+
+parentPort!.on('message', async (msg: ReaderRequest) => {
   try {
-    const { q, from, to, totals } = msg.job;
-    const result = await data.cellsHere(
-      { ...q, textCandidates: (db, tree) => search.textCandidates(db, tree) },
-      { from, to, totals },
-    );
-    // The cells' buffers move to the main thread rather than being copied.
-    const moved = [...cellBuffers(result.cells), ...cellBuffers(result.percentileTotals)];
-    parentPort!.postMessage({ id: msg.id, result }, moved);
+    switch (msg.kind) {
+      case 'cells': {
+        const { q, from, to, totals } = msg.job;
+        const result = await data.cellsHere(withText(q), { from, to, totals });
+        // The cells' buffers move to the main thread rather than being copied.
+        const moved = [...cellBuffers(result.cells), ...cellBuffers(result.percentileTotals)];
+        parentPort!.postMessage({ id: msg.id, result }, moved);
+        return;
+      }
+      case 'scan': {
+        const { q, from, to } = msg.job;
+        const scan = await data.scanHere(withText(q), { from, to });
+        kept.set(msg.id, { scan, q });
+        const result = scan.groupCounts();
+        parentPort!.postMessage({ id: msg.id, result }, [result.counts.buffer as ArrayBuffer]);
+        return;
+      }
+      case 'take': {
+        const entry = kept.get(msg.scan);
+        kept.delete(msg.scan);
+        if (!entry) throw new Error('no such scan');
+        const specs = aggregateSpecs(entry.q.metrics, false);
+        const out = new CellCollector(specs.map((s) => s.name));
+        out.addColumns(entry.scan.cells(specs, msg.shown));
+        const result = out.done();
+        parentPort!.postMessage({ id: msg.id, result }, cellBuffers(result));
+        return;
+      }
+      case 'drop':
+        kept.delete(msg.scan);
+        parentPort!.postMessage({ id: msg.id, result: null });
+        return;
+    }
   } catch (err) {
     const e = err as Error & { code?: string };
     parentPort!.postMessage({ id: msg.id, error: { message: e.message, code: e.code } });

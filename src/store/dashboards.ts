@@ -1,6 +1,14 @@
 import { Worker } from 'node:worker_threads';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { CellCollector, type CellColumns, type CellRow } from '../domain/cell-columns.ts';
+import { type AggregateSpec, GroupScan, aggregateCells, numbers } from '../domain/cell-aggregates.ts';
+import {
+  CellCollector,
+  type CellColumns,
+  type CellRow,
+  groupCounts,
+  rankGroups,
+  rowsOf,
+} from '../domain/cell-columns.ts';
 import { sqlitePercentileFraction } from '../domain/dashboards.ts';
 import { compileFilterTree } from '../query/compile.ts';
 import type { ColumnDef } from '../query/columns.ts';
@@ -288,6 +296,31 @@ function groupExpr(column: ColumnDef, dialect: Dialect): RawBuilder<unknown> {
   return valueExpr(column, 'text', dialect).expr;
 }
 
+/** The bucket of a record, or -1 where a statement covers a single bucket or the whole range. */
+function bucketExpr(q: CellQuery, bucket: boolean): RawBuilder<unknown> {
+  const big = (v: number) => sql`cast(${v} as bigint)`;
+  return bucket ? sql`(records.created_at - ${big(q.firstUs)}) / ${big(q.sizeUs)}` : sql`-1`;
+}
+
+/**
+ * The aggregate columns of a cell, in order: the record count `n`, then per metric `<key>_n` and
+ * what its widgets need; only the whole-range percentiles for `percentilesOnly`.
+ */
+export function aggregateSpecs(metrics: readonly MetricSpec[], percentilesOnly: boolean): AggregateSpec[] {
+  const specs: AggregateSpec[] = [];
+  if (!percentilesOnly) specs.push({ name: 'n', op: 'n', metric: -1 });
+  metrics.forEach((m, metric) => {
+    if (!percentilesOnly) {
+      specs.push({ name: `${m.key}_n`, op: 'count', metric });
+      for (const op of ['sum', 'min', 'max', 'true'] as const)
+        if (m.needs.has(op)) specs.push({ name: `${m.key}_${op}`, op, metric });
+    }
+    for (const percent of percentilesOnly ? m.totalPercentiles : m.percentiles)
+      specs.push({ name: `${m.key}_p${percent}`, op: 'percentile', metric, percent });
+  });
+  return specs;
+}
+
 /** Parameters that mark the range bounds in a statement compiled once and run per chunk. */
 const LOW_MARK = -1.234567e300;
 const HIGH_MARK = -2.345678e300;
@@ -332,46 +365,45 @@ export class DashboardDataRepo {
     candidates?: ReadonlyMap<Leaf, readonly number[]>,
   ) {
     const dialect = this.store.dialect;
-    const big = (v: number) => sql`cast(${v} as bigint)`;
-    const parts: RawBuilder<unknown>[] = [
-      o.bucket ? sql`(records.created_at - ${big(q.firstUs)}) / ${big(q.sizeUs)}` : sql`-1`,
-      q.group ? groupExpr(q.group, dialect) : sql`null`,
-    ];
-    const names = ['b', 'g'];
-    const add = (name: string, expr: RawBuilder<unknown>) => {
-      names.push(name);
-      parts.push(expr);
-    };
-    if (!o.percentilesOnly) add('n', sql`count(*)`);
-    for (const m of q.metrics) {
-      const v = valueExpr(m.column, m.kind, dialect);
-      const x = v.expr;
-      if (!o.percentilesOnly) {
-        add(`${m.key}_n`, v.nullable ? sql`count(${x})` : sql`count(*)`);
-        // SQLite's total() is sum() without integer overflow; PostgreSQL's sum() is exact.
-        if (m.needs.has('sum')) add(`${m.key}_sum`, this.pg ? sql`sum(${x})` : sql`total(${x})`);
-        if (m.needs.has('min')) add(`${m.key}_min`, sql`min(${x})`);
-        if (m.needs.has('max')) add(`${m.key}_max`, sql`max(${x})`);
-        if (m.needs.has('true')) add(`${m.key}_true`, sql`sum(case when ${x} = 1 then 1 else 0 end)`);
-      }
-      for (const p of o.percentilesOnly ? m.totalPercentiles : m.percentiles) {
-        add(
-          `${m.key}_p${p}`,
-          this.pg
-            ? sql`(array_agg(${x} order by ${x}) filter (where ${x} is not null))[((${sql.lit(p)} * (count(${x}) - 1)) / 100 + 1)::int]`
-            : sql`percentile_disc(${x}, ${sqlitePercentileFraction(p)})`,
-        );
+    const specs = aggregateSpecs(q.metrics, o.percentilesOnly);
+    const values = q.metrics.map((m) => valueExpr(m.column, m.kind, dialect));
+    const parts = [bucketExpr(q, o.bucket), q.group ? groupExpr(q.group, dialect) : sql`null`];
+    for (const spec of specs) {
+      const v = values[spec.metric];
+      const x = v?.expr;
+      switch (spec.op) {
+        case 'n':
+          parts.push(sql`count(*)`);
+          break;
+        case 'count':
+          parts.push(v.nullable ? sql`count(${x})` : sql`count(*)`);
+          break;
+        case 'sum':
+          // SQLite's total() is sum() without integer overflow; PostgreSQL's sum() is exact.
+          parts.push(this.pg ? sql`sum(${x})` : sql`total(${x})`);
+          break;
+        case 'min':
+          parts.push(sql`min(${x})`);
+          break;
+        case 'max':
+          parts.push(sql`max(${x})`);
+          break;
+        case 'true':
+          parts.push(sql`sum(case when ${x} = 1 then 1 else 0 end)`);
+          break;
+        case 'percentile':
+          parts.push(
+            this.pg
+              ? sql`(array_agg(${x} order by ${x}) filter (where ${x} is not null))[((${sql.lit(spec.percent!)} * (count(${x}) - 1)) / 100 + 1)::int]`
+              : sql`percentile_disc(${x}, ${sqlitePercentileFraction(spec.percent!)})`,
+          );
+          break;
       }
     }
+    const names = ['b', 'g', ...specs.map((a) => a.name)];
     const select = sql.join(parts.map((e, i) => sql`${e} as ${sql.id(names[i])}`));
+    const from = sql`select ${select} from records where ${this.where(q, o, candidates)}`;
     const aggregates = names.slice(2);
-    const where = [
-      sql`records.run_id = ${q.runId}`,
-      sql`records.created_at >= ${o.low}`,
-      sql`records.created_at < ${o.high}`,
-    ];
-    if (q.tree) where.push(sql`${compileFilterTree(q.tree, { dialect, textCandidates: candidates })}`);
-    const from = sql`select ${select} from records where ${sql.join(where, sql` and `)}`;
     // Without a bucket column the statement covers one bucket (or none): it groups by the group alone,
     // and without a group it needs no GROUP BY (so no sort) at all.
     if (o.bucket) return { query: sql<CellRow>`${from} group by 1, 2`, aggregates };
@@ -379,12 +411,66 @@ export class DashboardDataRepo {
   }
 
   /**
-   * Aggregates per (bucket, group), and per group over the whole range the percentiles in
-   * `totalPercentiles` (which cannot be merged from buckets; null when none are wanted), in columns:
-   * one part per thread that computed some of them.
+   * SQLite, for grouped cells: one row of JSON arrays (bucket when `bucket`, group, and the values
+   * of the metrics in `read`) over the matching records, grouped in JavaScript
+   * (domain/cell-aggregates.ts). A metric that is never NULL and only counted needs no values.
    */
-  async cells(q: CellQuery): Promise<CellResult> {
+  private valuesStatement(
+    q: CellQuery,
+    o: { bucket: boolean; low: number; high: number },
+    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ) {
+    const dialect = this.store.dialect;
+    const values = q.metrics.map((m) => valueExpr(m.column, m.kind, dialect));
+    const read = q.metrics.flatMap((m, i) =>
+      values[i].nullable || m.needs.size > 0 || m.percentiles.size > 0 ? [i] : [],
+    );
+    const columns = [
+      ...(o.bucket ? [bucketExpr(q, true)] : []),
+      groupExpr(q.group!, dialect),
+      ...read.map((i) => values[i].expr),
+    ];
+    const select = sql.join(columns.map((c) => sql`json_group_array(${c})`));
+    return { query: sql`select ${select} from records where ${this.where(q, o, candidates)}`, read };
+  }
+
+  private where(
+    q: CellQuery,
+    o: { low: number; high: number },
+    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+  ) {
+    const where = [
+      sql`records.run_id = ${q.runId}`,
+      sql`records.created_at >= ${o.low}`,
+      sql`records.created_at < ${o.high}`,
+    ];
+    if (q.tree)
+      where.push(
+        sql`${compileFilterTree(q.tree, { dialect: this.store.dialect, textCandidates: candidates })}`,
+      );
+    return sql.join(where, sql` and `);
+  }
+
+  /**
+   * The cells of the groups shown (at most `groupLimit` with a group column, by records over the
+   * whole range, most first) and, for the percentiles in `totalPercentiles` (which cannot be merged
+   * from buckets), their values per group over the whole range.
+   */
+  async cells(q: CellQuery, groupLimit: number): Promise<WidgetCells> {
     const needTotals = q.metrics.some((m) => m.totalPercentiles.size > 0);
+    const shownOf = (counts: Map<unknown, number>) => {
+      const ranked = rankGroups(counts, q.group ? groupLimit : 1);
+      return { shown: q.group ? ranked.shown : [null], groupCount: ranked.count };
+    };
+    const finish = (parts: CellColumns[], totals: CellColumns | null): WidgetCells => {
+      const { shown, groupCount } = shownOf(groupCounts(parts));
+      return {
+        shown,
+        groupCount,
+        cells: rowsOf(parts, shown),
+        percentileTotals: totals ? rowsOf([totals], shown) : null,
+      };
+    };
     if (this.pg) {
       const whole = { low: q.startUs, high: q.endUs };
       const run = async (o: { bucket: boolean; percentilesOnly: boolean }) => {
@@ -396,36 +482,64 @@ export class DashboardDataRepo {
         return out.done();
       };
       const cells = await run({ bucket: true, percentilesOnly: false });
-      const totals = needTotals ? await run({ bucket: false, percentilesOnly: true }) : null;
-      return { parts: [cells], percentileTotals: totals };
+      return finish([cells], needTotals ? await run({ bucket: false, percentilesOnly: true }) : null);
     }
     if (!this.readers) {
       const here = await this.cellsHere(q, { from: 0, to: q.buckets, totals: needTotals });
-      return { parts: [here.cells], percentileTotals: here.percentileTotals };
+      return finish([here.cells], here.percentileTotals);
     }
     // SQLite with reader threads: the buckets split between them (and the totals pass on its own),
     // off the main thread where requests and ingestion run.
     const { textCandidates: _, ...job } = q;
     const parts = Math.min(this.readers.size, q.buckets);
-    const jobs: Promise<ThreadCells>[] = [];
-    for (let k = 0; k < parts; k++) {
-      const from = Math.floor((k * q.buckets) / parts);
-      const to = Math.floor(((k + 1) * q.buckets) / parts);
-      jobs.push(this.readers.run({ q: job, from, to, totals: false }));
+    const split = Array.from({ length: parts }, (_, k) => ({
+      from: Math.floor((k * q.buckets) / parts),
+      to: Math.floor(((k + 1) * q.buckets) / parts),
+    }));
+    const totals = needTotals ? this.readers.run({ q: job, from: 0, to: 0, totals: true }) : null;
+    if (!q.group) {
+      const done = await Promise.all(split.map((p) => this.readers!.run({ q: job, ...p, totals: false })));
+      return finish(
+        done.map((d) => d.cells),
+        totals ? (await totals).percentileTotals : null,
+      );
     }
-    if (needTotals) jobs.push(this.readers.run({ q: job, from: 0, to: 0, totals: true }));
-    const done = await Promise.all(jobs);
+    // Grouped: each thread counts its records per group and keeps them; the groups are ranked over
+    // every thread's counts; then each thread computes the cells of the shown groups only.
+    const scans = await this.readers.scan(split.map((p) => ({ q: job, ...p, totals: false })));
+    const counts = new Map<unknown, number>();
+    for (const s of scans)
+      s.groups.forEach((value, i) => {
+        counts.set(value, (counts.get(value) ?? 0) + s.counts[i]);
+      });
+    const { shown, groupCount } = shownOf(counts);
+    const taken = await Promise.all(scans.map((s) => s.take(shown)));
     return {
-      parts: done.map((d) => d.cells),
-      percentileTotals: needTotals ? done[done.length - 1].percentileTotals : null,
+      shown,
+      groupCount,
+      cells: rowsOf(taken, shown),
+      percentileTotals: totals ? rowsOf([(await totals).percentileTotals!], shown) : null,
     };
+  }
+
+  /**
+   * SQLite, on this connection: the grouped records of buckets [from, to), counted per group and
+   * kept for `GroupScan.cells` (one read transaction, one snapshot).
+   */
+  scanHere(q: CellQuery, part: { from: number; to: number }): Promise<GroupScan> {
+    const scan = new GroupScan();
+    return this.cellsHere(q, { ...part, totals: false }, scan).then(() => scan);
   }
 
   /**
    * SQLite, on this connection: the cells of buckets [from, to), and the percentile totals when asked,
    * in one read transaction (one snapshot).
    */
-  cellsHere(q: CellQuery, part: { from: number; to: number; totals: boolean }): Promise<ThreadCells> {
+  cellsHere(
+    q: CellQuery,
+    part: { from: number; to: number; totals: boolean },
+    scan?: GroupScan,
+  ): Promise<ThreadCells> {
     return this.store.db.connection().execute(async (conn) => {
       const candidates = q.textCandidates ? await q.textCandidates(conn, q.tree) : undefined;
       const raw = this.store.sqlite!;
@@ -433,12 +547,15 @@ export class DashboardDataRepo {
       // One bucket per statement (the usual case): the bucket is known, not computed per row.
       const single = perChunk === 1;
       const range = { low: LOW_MARK, high: HIGH_MARK };
-      const { query, aggregates } = this.statement(
-        q,
-        { bucket: !single, percentilesOnly: false, ...range },
-        candidates,
-      );
-      const cells = new CellCollector(aggregates);
+      const specs = aggregateSpecs(q.metrics, false);
+      // Grouped cells: the values as JSON arrays, grouped here without SQLite's sort; otherwise the
+      // aggregates in SQL (one row per statement, no GROUP BY).
+      const grouped = q.group !== null;
+      const byValues = grouped ? this.valuesStatement(q, { bucket: !single, ...range }, candidates) : null;
+      const query =
+        byValues?.query ??
+        this.statement(q, { bucket: !single, percentilesOnly: false, ...range }, candidates).query;
+      const cells = new CellCollector(specs.map((a) => a.name));
       let totals: CellColumns | null = null;
       raw.exec('begin');
       try {
@@ -448,13 +565,25 @@ export class DashboardDataRepo {
           const highAt = compiled.parameters.indexOf(HIGH_MARK);
           const stmt = raw.prepare(compiled.sql).raw(true);
           const params = [...compiled.parameters];
-          // An aggregate without GROUP BY answers one row even for no records: its count (`n`,
-          // the third column) is 0.
           for (let i = part.from; i < part.to; i += perChunk) {
             params[lowAt] = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
             params[highAt] = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
+            if (byValues) {
+              const arrays = (stmt.get(params) as string[]).map((a) => JSON.parse(a) as (number | null)[]);
+              const bucket = single ? i : (arrays.shift() as number[]);
+              const groups = arrays.shift()!;
+              const metrics = q.metrics.map((_, m) => {
+                const at = byValues.read.indexOf(m);
+                return at < 0 ? null : numbers(arrays[at]);
+              });
+              if (scan) scan.add({ bucket, groups, metrics });
+              else cells.addColumns(aggregateCells(specs, { bucket, groups, metrics }));
+              continue;
+            }
             for (const row of stmt.all(params) as unknown[][]) {
               if (!single) cells.add(row);
+              // An aggregate without GROUP BY answers one row even for no records (`n`, the third
+              // column, is 0).
               else if ((row[2] as number) > 0) cells.add(row, i);
             }
           }
@@ -484,10 +613,15 @@ export class DashboardDataRepo {
   }
 }
 
-/** Widget data: the cells in one part per thread that computed some, and the percentile totals. */
-export interface CellResult {
-  parts: CellColumns[];
-  percentileTotals: CellColumns | null;
+/**
+ * Widget data: the groups shown (`[null]` without a group column) and how many there are, their
+ * cells, and their whole-range percentile totals (null when no widget needs them).
+ */
+export interface WidgetCells {
+  shown: unknown[];
+  groupCount: number;
+  cells: CellRow[];
+  percentileTotals: CellRow[] | null;
 }
 
 /** What one thread computed: cells of some buckets, and the percentile totals when asked. */
@@ -518,7 +652,25 @@ function readerBootstrap(): { code: string; eval: true } | { url: URL } {
 
 interface Reader {
   worker: Worker;
-  jobs: Map<number, { resolve: (r: ThreadCells) => void; reject: (e: Error) => void }>;
+  jobs: Map<number, { resolve: (r: any) => void; reject: (e: Error) => void }>;
+}
+
+/**
+ * What the main thread asks of a reader thread (dashboards-worker.ts): the cells of some buckets;
+ * a grouped scan of some buckets, kept under `id`, answered with its group counts; the cells of the
+ * shown groups from a kept scan (which it then drops); or to drop a kept scan.
+ */
+export type ReaderRequest =
+  | { id: number; kind: 'cells'; job: CellJob }
+  | { id: number; kind: 'scan'; job: CellJob }
+  | { id: number; kind: 'take'; scan: number; shown: unknown[] }
+  | { id: number; kind: 'drop'; scan: number };
+
+/** A grouped scan kept by a reader thread: its group counts, and the way to its shown groups' cells. */
+export interface KeptScan {
+  groups: unknown[];
+  counts: Float64Array;
+  take(shown: unknown[]): Promise<CellColumns>;
 }
 
 /**
@@ -545,7 +697,7 @@ class DashboardReaders {
     const reader: Reader = { worker, jobs: new Map() };
     worker.on(
       'message',
-      (msg: { id: number; result?: ThreadCells; error?: { message: string; code?: string } }) => {
+      (msg: { id: number; result?: unknown; error?: { message: string; code?: string } }) => {
         const job = reader.jobs.get(msg.id);
         if (!job) return;
         reader.jobs.delete(msg.id);
@@ -566,16 +718,57 @@ class DashboardReaders {
     return reader;
   }
 
-  run(job: CellJob): Promise<ThreadCells> {
-    if (this.closed) return Promise.reject(new Error('dashboard readers are closed'));
+  /** The least busy reader, started if there are fewer than `size`. */
+  private pick(): Reader {
+    if (this.closed) throw new Error('dashboard readers are closed');
     let reader = this.readers.find((r) => r.jobs.size === 0);
     if (!reader && this.readers.length < this.size) reader = this.spawn();
-    reader ??= this.readers.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a));
-    const id = this.nextId++;
+    return reader ?? this.readers.reduce((a, b) => (b.jobs.size < a.jobs.size ? b : a));
+  }
+
+  private ask<T>(reader: Reader, request: ReaderRequest): Promise<T> {
     return new Promise((resolve, reject) => {
-      reader.jobs.set(id, { resolve, reject });
+      reader.jobs.set(request.id, { resolve, reject });
       reader.worker.ref();
-      reader.worker.postMessage({ id, job });
+      reader.worker.postMessage(request);
+    });
+  }
+
+  async run(job: CellJob): Promise<ThreadCells> {
+    return this.ask(this.pick(), { id: this.nextId++, kind: 'cells', job });
+  }
+
+  /**
+   * Grouped scans, one per job, each kept by the thread that ran it until its cells are taken. If
+   * any scan fails, the others are dropped and the failure is thrown.
+   */
+  async scan(jobs: CellJob[]): Promise<KeptScan[]> {
+    const started = jobs.map((job) => {
+      const reader = this.pick();
+      const id = this.nextId++;
+      // Picked readers count as busy from here, so the next job goes to another one.
+      const answer = this.ask<{ groups: unknown[]; counts: Float64Array }>(reader, { id, kind: 'scan', job });
+      return { reader, id, answer };
+    });
+    const settled = await Promise.allSettled(started.map((s) => s.answer));
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) {
+      started.forEach((s, k) => {
+        if (settled[k].status === 'fulfilled')
+          void this.ask(s.reader, { id: this.nextId++, kind: 'drop', scan: s.id }).catch(() => {});
+      });
+      throw (failed as PromiseRejectedResult).reason;
+    }
+    return started.map((s, k) => {
+      const { groups, counts } = (
+        settled[k] as PromiseFulfilledResult<{ groups: unknown[]; counts: Float64Array }>
+      ).value;
+      return {
+        groups,
+        counts,
+        take: (shown: unknown[]) =>
+          this.ask<CellColumns>(s.reader, { id: this.nextId++, kind: 'take', scan: s.id, shown }),
+      };
     });
   }
 

@@ -470,6 +470,20 @@ for (const store of storesUnderTest()) {
       await check({ groupBy: 'is_complete', filter: null, intervalMins: 60 });
     });
 
+    // 864 buckets: more than one statement covers (store/dashboards.ts MAX_CHUNKS), so each row
+    // carries its bucket.
+    test('grouped by name, 5-minute buckets', async () => {
+      await check({ groupBy: 'name', filter: null, intervalMins: 5 });
+    });
+
+    test('no group_by, filtered, 5-minute buckets', async () => {
+      await check({
+        groupBy: null,
+        filter: { filter: { column_id: 'type', operator: 'eq', value: 'llm' } },
+        intervalMins: 5,
+      });
+    });
+
     test('group_limit keeps the groups with most records', async () => {
       const data = await check({ groupBy: 'name', filter: null, intervalMins: 1440, groupLimit: 2 });
       assert.equal(data.groups.length, 2);

@@ -1,0 +1,257 @@
+/**
+ * Widget aggregates per (bucket, group) cell computed from the matching records' values, with a
+ * hash table rather than SQL's GROUP BY.
+ *
+ * SQLite has no hash aggregation: GROUP BY sorts every matching row, which over 1,000,000 records
+ * costs more than the scan itself. The SQLite reader therefore reads each bucket's values as JSON
+ * arrays (one aggregate call per column, no sort) and groups them here. The definitions are those
+ * of the SQL (store/dashboards.ts) and of `aggregate` (domain/dashboards.ts).
+ */
+import { percentileIndex } from './dashboards.ts';
+
+/** One aggregate column of a cell: what it computes over which metric (index into the value lists). */
+export interface AggregateSpec {
+  name: string;
+  op: 'n' | 'count' | 'sum' | 'min' | 'max' | 'true' | 'percentile';
+  metric: number;
+  percent?: number;
+}
+
+/**
+ * The values of one read: per record its bucket (or one bucket for all), group and metric values
+ * (NaN for SQL NULL); null for a metric never NULL that is only counted (its count is the record
+ * count).
+ */
+export interface CellValues {
+  bucket: number | ArrayLike<number>;
+  groups: readonly unknown[];
+  metrics: readonly (Float64Array | null)[];
+}
+
+/** Cells in columns: bucket, group and, per aggregate spec, the values (NaN for SQL NULL). */
+export interface CellTable {
+  b: number[];
+  g: unknown[];
+  values: Float64Array[];
+}
+
+/** A JSON array of numbers and nulls as a Float64Array with NaN for null. */
+export function numbers(list: readonly (number | null)[]): Float64Array {
+  const out = new Float64Array(list.length);
+  for (let i = 0; i < list.length; i++) {
+    const v = list[i];
+    out[i] = v === null ? Number.NaN : v;
+  }
+  return out;
+}
+
+/**
+ * The cells of `values`, with their aggregates in the order of `specs`. A cell exists for each
+ * (bucket, group) with at least one record.
+ */
+export function aggregateCells(specs: readonly AggregateSpec[], values: CellValues): CellTable {
+  const { bucket, groups, metrics } = values;
+  const rows = groups.length;
+  // Cell of each record, and the (bucket, group) of each cell.
+  const cellOf = new Int32Array(rows);
+  const cellBucket: number[] = [];
+  const cellGroup: unknown[] = [];
+  const index = new Map<number, Map<unknown, number>>();
+  // Consecutive records mostly share a bucket: look its table of groups up once per run of them.
+  let lastBucket = Number.NaN;
+  let inBucket = new Map<unknown, number>();
+  for (let i = 0; i < rows; i++) {
+    const b = typeof bucket === 'number' ? bucket : bucket[i];
+    if (b !== lastBucket) {
+      lastBucket = b;
+      inBucket = index.get(b) ?? new Map();
+      index.set(b, inBucket);
+    }
+    const g = groups[i] ?? null;
+    let c = inBucket.get(g);
+    if (c === undefined) {
+      c = cellBucket.length;
+      inBucket.set(g, c);
+      cellBucket.push(b);
+      cellGroup.push(g);
+    }
+    cellOf[i] = c;
+  }
+  const cells = cellBucket.length;
+  const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
+  return {
+    b: cellBucket,
+    g: cellGroup,
+    values: specs.map((spec) => computeColumn(spec, metrics[spec.metric] ?? null, cellOf, cells, sorted)),
+  };
+}
+
+function computeColumn(
+  spec: AggregateSpec,
+  v: Float64Array | null,
+  cellOf: Int32Array,
+  cells: number,
+  sorted: Map<number, { start: Int32Array; values: Float64Array }>,
+): Float64Array {
+  const rows = cellOf.length;
+  const out = new Float64Array(cells);
+  if (spec.op === 'n' || v === null) {
+    for (let i = 0; i < rows; i++) out[cellOf[i]]++;
+    return out;
+  }
+  switch (spec.op) {
+    case 'count':
+    case 'true':
+      for (let i = 0; i < rows; i++) {
+        const x = v[i];
+        if (spec.op === 'count' ? !Number.isNaN(x) : x === 1) out[cellOf[i]]++;
+      }
+      return out;
+    case 'sum': {
+      // Kahan–Babuška–Neumaier, as SQLite's total(): the sum of many floats keeps its precision.
+      const err = new Float64Array(cells);
+      for (let i = 0; i < rows; i++) {
+        const x = v[i];
+        if (Number.isNaN(x)) continue;
+        const c = cellOf[i];
+        const s = out[c];
+        const t = s + x;
+        err[c] += Math.abs(s) >= Math.abs(x) ? s - t + x : x - t + s;
+        out[c] = t;
+      }
+      for (let c = 0; c < cells; c++) out[c] += err[c];
+      return out;
+    }
+    case 'min':
+    case 'max': {
+      out.fill(Number.NaN);
+      const min = spec.op === 'min';
+      for (let i = 0; i < rows; i++) {
+        const x = v[i];
+        if (Number.isNaN(x)) continue;
+        const c = cellOf[i];
+        const cur = out[c];
+        if (Number.isNaN(cur) || (min ? x < cur : x > cur)) out[c] = x;
+      }
+      return out;
+    }
+    case 'percentile': {
+      const s = sorted.get(spec.metric) ?? sortedByCell(v, cellOf, cells);
+      sorted.set(spec.metric, s);
+      for (let c = 0; c < cells; c++) {
+        const n = s.start[c + 1] - s.start[c];
+        out[c] = n > 0 ? s.values[s.start[c] + percentileIndex(n, spec.percent!)] : Number.NaN;
+      }
+      return out;
+    }
+    default:
+      throw new Error(`unknown aggregate ${spec.op}`);
+  }
+}
+
+/** The present values grouped by cell (cell c's at [start[c], start[c + 1])), each cell's sorted. */
+function sortedByCell(v: Float64Array, cellOf: Int32Array, cells: number) {
+  const start = new Int32Array(cells + 1);
+  for (let i = 0; i < cellOf.length; i++) if (!Number.isNaN(v[i])) start[cellOf[i] + 1]++;
+  for (let c = 0; c < cells; c++) start[c + 1] += start[c];
+  const values = new Float64Array(start[cells]);
+  const at = start.slice(0, cells);
+  for (let i = 0; i < cellOf.length; i++) {
+    const x = v[i];
+    if (!Number.isNaN(x)) values[at[cellOf[i]]++] = x;
+  }
+  for (let c = 0; c < cells; c++)
+    if (start[c + 1] - start[c] > 1) values.subarray(start[c], start[c + 1]).sort();
+  return { start, values };
+}
+
+/**
+ * The records a reader thread read, kept between the two steps of a grouped query: first the count
+ * of records per group (to rank the groups over every thread's part), then the cells of the groups
+ * shown. Groups that are not shown (a group per session, say) then cost a count, not a cell.
+ */
+export class GroupScan {
+  private readonly index = new Map<unknown, number>();
+  private readonly groups: unknown[] = [];
+  private readonly counts: number[] = [];
+  private readonly reads: {
+    bucket: number | Int32Array;
+    group: Int32Array;
+    metrics: (Float64Array | null)[];
+  }[] = [];
+
+  add(values: CellValues): void {
+    const group = new Int32Array(values.groups.length);
+    values.groups.forEach((value, i) => {
+      const g = value ?? null;
+      let gi = this.index.get(g);
+      if (gi === undefined) {
+        gi = this.groups.length;
+        this.index.set(g, gi);
+        this.groups.push(g);
+        this.counts.push(0);
+      }
+      this.counts[gi]++;
+      group[i] = gi;
+    });
+    const bucket = typeof values.bucket === 'number' ? values.bucket : Int32Array.from(values.bucket);
+    this.reads.push({ bucket, group, metrics: [...values.metrics] });
+  }
+
+  /** Every group met, with its record count. */
+  groupCounts(): { groups: unknown[]; counts: Float64Array } {
+    return { groups: this.groups, counts: Float64Array.from(this.counts) };
+  }
+
+  /** The cells of the given groups. */
+  cells(specs: readonly AggregateSpec[], shown: readonly unknown[]): CellTable {
+    // Cell ids are dense: (bucket - first bucket) × shown groups + the group's place among them.
+    const place = new Map(shown.map((g, k) => [g, k]));
+    const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
+    let low = Number.POSITIVE_INFINITY;
+    let high = Number.NEGATIVE_INFINITY;
+    let total = 0;
+    for (const r of this.reads) {
+      for (let i = 0; i < r.group.length; i++) {
+        if (placeOf[r.group[i]] < 0) continue;
+        total++;
+        const b = typeof r.bucket === 'number' ? r.bucket : r.bucket[i];
+        if (b < low) low = b;
+        if (b > high) high = b;
+      }
+    }
+    if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
+    const width = shown.length;
+    const cellOf = new Int32Array(total);
+    const metrics = (this.reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
+    let at = 0;
+    for (const r of this.reads) {
+      for (let i = 0; i < r.group.length; i++) {
+        const k = placeOf[r.group[i]];
+        if (k < 0) continue;
+        const b = typeof r.bucket === 'number' ? r.bucket : r.bucket[i];
+        cellOf[at] = (b - low) * width + k;
+        for (let m = 0; m < metrics.length; m++) {
+          const into = metrics[m];
+          if (into) into[at] = r.metrics[m]![i];
+        }
+        at++;
+      }
+    }
+    const dense = (high - low + 1) * width;
+    const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
+    const columns = specs.map((spec) =>
+      computeColumn(spec, metrics[spec.metric] ?? null, cellOf, dense, sorted),
+    );
+    // Only the cells that have records.
+    const present = new Uint8Array(dense);
+    for (let i = 0; i < total; i++) present[cellOf[i]] = 1;
+    const keep: number[] = [];
+    for (let c = 0; c < dense; c++) if (present[c]) keep.push(c);
+    return {
+      b: keep.map((c) => low + Math.floor(c / width)),
+      g: keep.map((c) => shown[c % width]),
+      values: columns.map((col) => Float64Array.from(keep, (c) => col[c])),
+    };
+  }
+}

@@ -1,0 +1,121 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import fc from 'fast-check';
+import { type AggregateSpec, GroupScan, aggregateCells, numbers } from '../../src/domain/cell-aggregates.ts';
+import { compareGroupValues, rankGroups } from '../../src/domain/cell-columns.ts';
+import { type Aggregation, aggregate } from '../../src/domain/dashboards.ts';
+
+/** Every aggregate over metric 0 (any numbers), and a count of metric 1 (never null). */
+const SPECS: AggregateSpec[] = [
+  { name: 'n', op: 'n', metric: -1 },
+  { name: 'm0_n', op: 'count', metric: 0 },
+  { name: 'm0_sum', op: 'sum', metric: 0 },
+  { name: 'm0_min', op: 'min', metric: 0 },
+  { name: 'm0_max', op: 'max', metric: 0 },
+  { name: 'm0_true', op: 'true', metric: 0 },
+  { name: 'm0_p50', op: 'percentile', metric: 0, percent: 50 },
+  { name: 'm0_p95', op: 'percentile', metric: 0, percent: 95 },
+  { name: 'm1_n', op: 'count', metric: 1 },
+];
+
+const AS: Record<string, Aggregation> = {
+  m0_n: 'Count',
+  m0_sum: 'Sum',
+  m0_min: 'Min',
+  m0_max: 'Max',
+  m0_p50: 'P50',
+  m0_p95: 'P95',
+};
+
+const record = fc.record({
+  bucket: fc.integer({ min: 0, max: 4 }),
+  group: fc.constantFrom<unknown>('a', 'b', 'c', null, 1, 2.5),
+  value: fc.oneof(
+    fc.constant(null),
+    fc.integer({ min: -5, max: 5 }),
+    fc.double({ noNaN: true, min: -1e6, max: 1e6 }),
+  ),
+});
+
+type Rec = { bucket: number; group: unknown; value: number | null };
+
+/** The cells as the plain definitions (domain/dashboards.ts `aggregate`) compute them. */
+function expected(records: Rec[]): Map<string, Record<string, number | null>> {
+  const out = new Map<string, Record<string, number | null>>();
+  const keys = new Set(records.map((r) => JSON.stringify([r.bucket, r.group])));
+  for (const key of keys) {
+    const mine = records.filter((r) => JSON.stringify([r.bucket, r.group]) === key);
+    const values = mine.map((r) => r.value);
+    const cell: Record<string, number | null> = { n: mine.length, m1_n: mine.length };
+    for (const [name, agg] of Object.entries(AS)) cell[name] = aggregate(agg, values);
+    cell.m0_true = values.filter((v) => v === 1).length;
+    out.set(key, cell);
+  }
+  return out;
+}
+
+function check(got: { b: number[]; g: unknown[]; values: Float64Array[] }, records: Rec[]) {
+  const want = expected(records);
+  assert.equal(got.b.length, want.size);
+  got.b.forEach((b, c) => {
+    const cell = want.get(JSON.stringify([b, got.g[c]]));
+    assert.ok(cell, `unexpected cell ${b} ${String(got.g[c])}`);
+    SPECS.forEach((spec, k) => {
+      const v = got.values[k][c];
+      const actual = Number.isNaN(v) ? null : v;
+      const wanted = cell[spec.name];
+      if (spec.name === 'm0_sum' && actual !== null && wanted !== null)
+        assert.ok(Math.abs(actual - wanted) <= 1e-9 * Math.max(1, Math.abs(wanted)), `${spec.name}`);
+      // A sum over no values is 0 (SQLite's total()); the answer shows null when the count is 0.
+      else if (spec.name !== 'm0_sum' || cell.m0_n !== 0) assert.equal(actual, wanted, spec.name);
+    });
+  });
+}
+
+const input = (records: Rec[]) => ({
+  bucket: records.map((r) => r.bucket),
+  groups: records.map((r) => r.group),
+  metrics: [numbers(records.map((r) => r.value)), null],
+});
+
+describe('widget cells grouped in JavaScript', () => {
+  test('aggregateCells agrees with the plain definitions', () => {
+    fc.assert(
+      fc.property(fc.array(record, { maxLength: 200 }), (records) => {
+        check(aggregateCells(SPECS, input(records)), records);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  test('a grouped scan read in parts counts every group and gives the shown groups the same cells', () => {
+    fc.assert(
+      fc.property(
+        fc.array(record, { maxLength: 200 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 6 }),
+        (records, pieces, limit) => {
+          const scan = new GroupScan();
+          const size = Math.ceil(records.length / pieces) || 1;
+          for (let at = 0; at < records.length; at += size) scan.add(input(records.slice(at, at + size)));
+          const { groups, counts } = scan.groupCounts();
+          const byGroup = new Map(groups.map((g, i) => [g, counts[i]]));
+          for (const g of new Set(records.map((r) => r.group)))
+            assert.equal(byGroup.get(g), records.filter((r) => r.group === g).length);
+          const { shown, count } = rankGroups(byGroup, limit);
+          assert.equal(count, byGroup.size);
+          const ranked = [...byGroup].sort((x, y) => y[1] - x[1] || compareGroupValues(x[0], y[0]));
+          assert.deepEqual(
+            shown,
+            ranked.slice(0, limit).map(([g]) => g),
+          );
+          check(
+            scan.cells(SPECS, shown),
+            records.filter((r) => shown.includes(r.group)),
+          );
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
