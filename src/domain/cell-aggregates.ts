@@ -136,11 +136,13 @@ function computeColumn(
       return out;
     }
     case 'percentile': {
-      const s = sorted.get(spec.metric) ?? sortedByCell(v, cellOf, cells);
+      const s = sorted.get(spec.metric) ?? byCell(v, cellOf, cells);
       sorted.set(spec.metric, s);
       for (let c = 0; c < cells; c++) {
-        const n = s.start[c + 1] - s.start[c];
-        out[c] = n > 0 ? s.values[s.start[c] + percentileIndex(n, spec.percent!)] : Number.NaN;
+        const from = s.start[c];
+        const n = s.start[c + 1] - from;
+        out[c] =
+          n > 0 ? select(s.values, from, from + n - 1, from + percentileIndex(n, spec.percent!)) : Number.NaN;
       }
       return out;
     }
@@ -149,8 +151,8 @@ function computeColumn(
   }
 }
 
-/** The present values grouped by cell (cell c's at [start[c], start[c + 1])), each cell's sorted. */
-function sortedByCell(v: Float64Array, cellOf: Int32Array, cells: number) {
+/** The present values grouped by cell: cell c's at [start[c], start[c + 1]). */
+function byCell(v: Float64Array, cellOf: Int32Array, cells: number) {
   const start = new Int32Array(cells + 1);
   for (let i = 0; i < cellOf.length; i++) if (!Number.isNaN(v[i])) start[cellOf[i] + 1]++;
   for (let c = 0; c < cells; c++) start[c + 1] += start[c];
@@ -160,9 +162,46 @@ function sortedByCell(v: Float64Array, cellOf: Int32Array, cells: number) {
     const x = v[i];
     if (!Number.isNaN(x)) values[at[cellOf[i]]++] = x;
   }
-  for (let c = 0; c < cells; c++)
-    if (start[c + 1] - start[c] > 1) values.subarray(start[c], start[c + 1]).sort();
   return { start, values };
+}
+
+/**
+ * The value that sorting a[lo..hi] would put at position k (Hoare's selection: linear time on
+ * average, where a sort takes n log n). It reorders a[lo..hi] around k, which later selections
+ * in the same range only speed up.
+ */
+export function select(a: Float64Array, lo: number, hi: number, k: number): number {
+  let l = lo;
+  let h = hi;
+  while (l < h) {
+    // Median of three as the pivot: sorted or constant runs stay linear.
+    const m = (l + h) >>> 1;
+    if (a[m] < a[l]) swap(a, m, l);
+    if (a[h] < a[l]) swap(a, h, l);
+    if (a[h] < a[m]) swap(a, h, m);
+    const pivot = a[m];
+    let i = l;
+    let j = h;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        swap(a, i, j);
+        i++;
+        j--;
+      }
+    }
+    if (k <= j) h = j;
+    else if (k >= i) l = i;
+    else return a[k];
+  }
+  return a[k];
+}
+
+function swap(a: Float64Array, i: number, j: number): void {
+  const t = a[i];
+  a[i] = a[j];
+  a[j] = t;
 }
 
 /**
@@ -181,19 +220,27 @@ export class GroupScan {
   }[] = [];
 
   add(values: CellValues): void {
-    const group = new Int32Array(values.groups.length);
-    values.groups.forEach((value, i) => {
-      const g = value ?? null;
-      let gi = this.index.get(g);
+    const rows = values.groups.length;
+    const group = new Int32Array(rows);
+    // A read (a bucket) has a few hundred distinct values at most as a rule: a small table of its
+    // own finds them faster than the table of every group met.
+    const local = new Map<unknown, number>();
+    for (let i = 0; i < rows; i++) {
+      const g = values.groups[i] ?? null;
+      let gi = local.get(g);
       if (gi === undefined) {
-        gi = this.groups.length;
-        this.index.set(g, gi);
-        this.groups.push(g);
-        this.counts.push(0);
+        gi = this.index.get(g);
+        if (gi === undefined) {
+          gi = this.groups.length;
+          this.index.set(g, gi);
+          this.groups.push(g);
+          this.counts.push(0);
+        }
+        local.set(g, gi);
       }
       this.counts[gi]++;
       group[i] = gi;
-    });
+    }
     const bucket = typeof values.bucket === 'number' ? values.bucket : Int32Array.from(values.bucket);
     this.reads.push({ bucket, group, metrics: [...values.metrics] });
   }
@@ -210,34 +257,39 @@ export class GroupScan {
     const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
     let low = Number.POSITIVE_INFINITY;
     let high = Number.NEGATIVE_INFINITY;
-    let total = 0;
-    for (const r of this.reads) {
-      for (let i = 0; i < r.group.length; i++) {
-        if (placeOf[r.group[i]] < 0) continue;
-        total++;
-        const b = typeof r.bucket === 'number' ? r.bucket : r.bucket[i];
-        if (b < low) low = b;
-        if (b > high) high = b;
+    // Per read, the records of shown groups.
+    const taken = this.reads.map((r) => {
+      const rows: number[] = [];
+      for (let i = 0; i < r.group.length; i++) if (placeOf[r.group[i]] >= 0) rows.push(i);
+      if (rows.length > 0) {
+        const bs = typeof r.bucket === 'number' ? [r.bucket] : rows.map((i) => (r.bucket as Int32Array)[i]);
+        for (const b of bs) {
+          if (b < low) low = b;
+          if (b > high) high = b;
+        }
       }
-    }
+      return rows;
+    });
+    const total = taken.reduce((a, rows) => a + rows.length, 0);
     if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
     const width = shown.length;
     const cellOf = new Int32Array(total);
     const metrics = (this.reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
     let at = 0;
-    for (const r of this.reads) {
-      for (let i = 0; i < r.group.length; i++) {
-        const k = placeOf[r.group[i]];
-        if (k < 0) continue;
+    this.reads.forEach((r, k) => {
+      const rows = taken[k];
+      for (let j = 0; j < rows.length; j++) {
+        const i = rows[j];
         const b = typeof r.bucket === 'number' ? r.bucket : r.bucket[i];
-        cellOf[at] = (b - low) * width + k;
-        for (let m = 0; m < metrics.length; m++) {
-          const into = metrics[m];
-          if (into) into[at] = r.metrics[m]![i];
-        }
-        at++;
+        cellOf[at + j] = (b - low) * width + placeOf[r.group[i]];
       }
-    }
+      metrics.forEach((into, m) => {
+        const from = r.metrics[m];
+        if (!into || !from) return;
+        for (let j = 0; j < rows.length; j++) into[at + j] = from[rows[j]];
+      });
+      at += rows.length;
+    });
     const dense = (high - low + 1) * width;
     const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
     const columns = specs.map((spec) =>

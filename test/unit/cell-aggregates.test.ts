@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import fc from 'fast-check';
-import { type AggregateSpec, GroupScan, aggregateCells, numbers } from '../../src/domain/cell-aggregates.ts';
+import {
+  type AggregateSpec,
+  GroupScan,
+  aggregateCells,
+  numbers,
+  select,
+} from '../../src/domain/cell-aggregates.ts';
 import { compareGroupValues, rankGroups } from '../../src/domain/cell-columns.ts';
 import { type Aggregation, aggregate } from '../../src/domain/dashboards.ts';
 
@@ -116,6 +122,34 @@ describe('widget cells grouped in JavaScript', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('select', () => {
+  test('finds the value a sort puts at k, in any range', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.oneof(fc.integer({ min: -3, max: 3 }), fc.double({ noNaN: true })), {
+          minLength: 1,
+          maxLength: 80,
+        }),
+        fc.nat(),
+        fc.nat(),
+        (list, x, y) => {
+          const lo = x % list.length;
+          const hi = lo + (y % (list.length - lo));
+          const a = Float64Array.from(list);
+          const sorted = [...list.slice(lo, hi + 1)].sort((p, q) => p - q);
+          // === rather than Object.is: a sort does not order -0 and 0.
+          for (let k = lo; k <= hi; k++) assert.ok(select(a, lo, hi, k) === sorted[k - lo], `k = ${k}`);
+          // Outside the range nothing moved.
+          list.forEach((v, i) => {
+            if (i < lo || i > hi) assert.ok(a[i] === v);
+          });
+        },
+      ),
+      { numRuns: 500 },
     );
   });
 });
