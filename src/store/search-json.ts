@@ -154,10 +154,16 @@ export function recordJsonSql(includeCounts: boolean): string {
   return `case when ${renderable()} then cast(concat(${parts.join(', ')}, '}') as blob) end`;
 }
 
+const statements: Record<'counts' | 'plain', string | undefined> = { counts: undefined, plain: undefined };
+
 /**
  * The page's records by rowid (bound as a JSON array), in that order: `rid`, `id`, and `j`, the
- * record's JSON text as UTF-8 bytes (a Buffer), or null for a row to render in JavaScript.
+ * record's JSON text as UTF-8 bytes (a Buffer), or null for a row to render in JavaScript. The text is
+ * made once (it keys the prepared statement cache).
  */
 export function pageJsonStatement(includeCounts: boolean): string {
-  return `select k.value as rid, r.id as id, ${recordJsonSql(includeCounts)} as j from json_each(?) as k cross join records as r on r.rowid = k.value order by k.key`;
+  const key = includeCounts ? 'counts' : 'plain';
+  statements[key] ??=
+    `select k.value as rid, r.id as id, ${recordJsonSql(includeCounts)} as j from json_each(?) as k cross join records as r on r.rowid = k.value order by k.key`;
+  return statements[key];
 }
