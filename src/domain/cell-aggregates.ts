@@ -306,4 +306,72 @@ export class GroupScan {
       values: columns.map((col) => Float64Array.from(keep, (c) => col[c])),
     };
   }
+
+  /**
+   * For each metric in `metrics`, the present values of the shown groups' records, by group: group
+   * k's (the k-th of `shown`) at [start[k], start[k + 1]).
+   */
+  groupValues(metrics: readonly number[], shown: readonly unknown[]): GroupValues[] {
+    const place = new Map(shown.map((g, k) => [g, k]));
+    const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
+    return metrics.map((metric) => {
+      const start = new Int32Array(shown.length + 1);
+      const each = (fn: (k: number, x: number) => void) => {
+        for (const r of this.reads) {
+          const v = r.metrics[metric];
+          if (!v) continue;
+          for (let i = 0; i < r.group.length; i++) {
+            const k = placeOf[r.group[i]];
+            if (k >= 0 && !Number.isNaN(v[i])) fn(k, v[i]);
+          }
+        }
+      };
+      each((k) => start[k + 1]++);
+      for (let k = 0; k < shown.length; k++) start[k + 1] += start[k];
+      const values = new Float64Array(start[shown.length]);
+      const at = start.slice(0, shown.length);
+      each((k, x) => {
+        values[at[k]++] = x;
+      });
+      return { metric, start, values };
+    });
+  }
+}
+
+/** A metric's values by group (see GroupScan.groupValues). */
+export interface GroupValues {
+  metric: number;
+  start: Int32Array;
+  values: Float64Array;
+}
+
+/**
+ * The percentiles over the whole range per shown group, from the values each thread read: rows
+ * `{ b: -1, g, <name>: value }` for the percentile specs in `specs`.
+ */
+export function percentileTotals(
+  specs: readonly AggregateSpec[],
+  shown: readonly unknown[],
+  parts: readonly GroupValues[][],
+): { b: number; g: unknown; [name: string]: unknown }[] {
+  return shown.map((g, k) => {
+    const row: { b: number; g: unknown; [name: string]: unknown } = { b: -1, g };
+    for (const spec of specs) {
+      if (spec.op !== 'percentile') continue;
+      const pieces = parts.flatMap((p) => p.filter((v) => v.metric === spec.metric));
+      const n = pieces.reduce((a, v) => a + v.start[k + 1] - v.start[k], 0);
+      if (n === 0) {
+        row[spec.name] = null;
+        continue;
+      }
+      const all = new Float64Array(n);
+      let at = 0;
+      for (const v of pieces) {
+        all.set(v.values.subarray(v.start[k], v.start[k + 1]), at);
+        at += v.start[k + 1] - v.start[k];
+      }
+      row[spec.name] = select(all, 0, n - 1, percentileIndex(n, spec.percent!));
+    }
+    return row;
+  });
 }

@@ -57,8 +57,10 @@ parentPort!.on('message', async (msg: ReaderRequest) => {
         const specs = aggregateSpecs(entry.q.metrics, false);
         const out = new CellCollector(specs.map((s) => s.name));
         out.addColumns(entry.scan.cells(specs, msg.shown));
-        const result = out.done();
-        parentPort!.postMessage({ id: msg.id, result }, cellBuffers(result));
+        const cells = out.done();
+        const values = entry.scan.groupValues(msg.totalMetrics, msg.shown);
+        const moved = [...cellBuffers(cells), ...values.flatMap((v) => [v.start.buffer, v.values.buffer])];
+        parentPort!.postMessage({ id: msg.id, result: { cells, values } }, moved as ArrayBuffer[]);
         return;
       }
       case 'drop':

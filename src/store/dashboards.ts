@@ -1,6 +1,13 @@
 import { Worker } from 'node:worker_threads';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
-import { type AggregateSpec, GroupScan, aggregateCells, numbers } from '../domain/cell-aggregates.ts';
+import {
+  type AggregateSpec,
+  GroupScan,
+  type GroupValues,
+  aggregateCells,
+  numbers,
+  percentileTotals,
+} from '../domain/cell-aggregates.ts';
 import {
   CellCollector,
   type CellColumns,
@@ -496,8 +503,8 @@ export class DashboardDataRepo {
       from: Math.floor((k * q.buckets) / parts),
       to: Math.floor(((k + 1) * q.buckets) / parts),
     }));
-    const totals = needTotals ? this.readers.run({ q: job, from: 0, to: 0, totals: true }) : null;
     if (!q.group) {
+      const totals = needTotals ? this.readers.run({ q: job, from: 0, to: 0, totals: true }) : null;
       const done = await Promise.all(split.map((p) => this.readers!.run({ q: job, ...p, totals: false })));
       return finish(
         done.map((d) => d.cells),
@@ -505,7 +512,8 @@ export class DashboardDataRepo {
       );
     }
     // Grouped: each thread counts its records per group and keeps them; the groups are ranked over
-    // every thread's counts; then each thread computes the cells of the shown groups only.
+    // every thread's counts; then each thread computes the cells of the shown groups only, and hands
+    // over their values of the metrics whose whole-range percentiles are wanted.
     const scans = await this.readers.scan(split.map((p) => ({ q: job, ...p, totals: false })));
     const counts = new Map<unknown, number>();
     for (const s of scans)
@@ -513,12 +521,22 @@ export class DashboardDataRepo {
         counts.set(value, (counts.get(value) ?? 0) + s.counts[i]);
       });
     const { shown, groupCount } = shownOf(counts);
-    const taken = await Promise.all(scans.map((s) => s.take(shown)));
+    const totalMetrics = q.metrics.flatMap((m, i) => (m.totalPercentiles.size > 0 ? [i] : []));
+    const taken = await Promise.all(scans.map((s) => s.take(shown, totalMetrics)));
     return {
       shown,
       groupCount,
-      cells: rowsOf(taken, shown),
-      percentileTotals: totals ? rowsOf([(await totals).percentileTotals!], shown) : null,
+      cells: rowsOf(
+        taken.map((t) => t.cells),
+        shown,
+      ),
+      percentileTotals: needTotals
+        ? (percentileTotals(
+            aggregateSpecs(q.metrics, true),
+            shown,
+            taken.map((t) => t.values),
+          ) as CellRow[])
+        : null,
     };
   }
 
@@ -663,14 +681,23 @@ interface Reader {
 export type ReaderRequest =
   | { id: number; kind: 'cells'; job: CellJob }
   | { id: number; kind: 'scan'; job: CellJob }
-  | { id: number; kind: 'take'; scan: number; shown: unknown[] }
+  | { id: number; kind: 'take'; scan: number; shown: unknown[]; totalMetrics: number[] }
   | { id: number; kind: 'drop'; scan: number };
 
-/** A grouped scan kept by a reader thread: its group counts, and the way to its shown groups' cells. */
+/**
+ * A grouped scan kept by a reader thread: its group counts, and the way to its shown groups' cells
+ * and values of the metrics in `totalMetrics`.
+ */
 export interface KeptScan {
   groups: unknown[];
   counts: Float64Array;
-  take(shown: unknown[]): Promise<CellColumns>;
+  take(shown: unknown[], totalMetrics: number[]): Promise<TakenCells>;
+}
+
+/** The cells of the shown groups from a kept scan, and their values of some metrics. */
+export interface TakenCells {
+  cells: CellColumns;
+  values: GroupValues[];
 }
 
 /**
@@ -766,8 +793,14 @@ class DashboardReaders {
       return {
         groups,
         counts,
-        take: (shown: unknown[]) =>
-          this.ask<CellColumns>(s.reader, { id: this.nextId++, kind: 'take', scan: s.id, shown }),
+        take: (shown: unknown[], totalMetrics: number[]) =>
+          this.ask<TakenCells>(s.reader, {
+            id: this.nextId++,
+            kind: 'take',
+            scan: s.id,
+            shown,
+            totalMetrics,
+          }),
       };
     });
   }
