@@ -5,9 +5,9 @@
  * through these schemas.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { DateTime, Nullable, Uuid } from './common.ts';
+import { AnyKeyMap, DateTime, Nullable, Uuid } from './common.ts';
 
-const StrMap = Type.Record(Type.String(), Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
+const StrMap = AnyKeyMap(Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
 
 export const Message = Type.Object(
   {
@@ -99,7 +99,7 @@ export const SpanIn = Type.Recursive(
         model: Type.Optional(Nullable(Type.String({ description: 'llm spans' }))),
         temperature: Type.Optional(Nullable(Type.Number({ description: 'llm spans' }))),
         finish_reason: Type.Optional(Nullable(Type.String({ description: 'llm spans' }))),
-        tools: Type.Optional(Nullable(Type.Array(Type.Record(Type.String(), Type.Unknown())))),
+        tools: Type.Optional(Nullable(Type.Array(AnyKeyMap(Type.Unknown())))),
         tool_call_id: Type.Optional(Nullable(Type.String({ description: 'tool spans' }))),
         agent_type: Type.Optional(Type.String({ description: 'agent spans' })),
       },
@@ -235,11 +235,11 @@ export const RecordSchema = Type.Object(
     external_id: Nullable(Type.String()),
     status_code: Nullable(Type.Integer()),
     tags: Type.Array(Type.String()),
-    user_metadata: Type.Record(Type.String(), any),
-    dataset_metadata: Type.Record(Type.String(), any),
+    user_metadata: AnyKeyMap(any),
+    dataset_metadata: AnyKeyMap(any),
     dataset_input: Nullable(Type.String()),
     dataset_output: Nullable(Type.String()),
-    metrics: Type.Record(Type.String(), Type.Number()),
+    metrics: AnyKeyMap(Type.Number()),
     has_children: Type.Boolean(),
     step_number: Type.Optional(Nullable(Type.Integer())),
     model: Type.Optional(Nullable(Type.String())),
@@ -252,11 +252,11 @@ export const RecordSchema = Type.Object(
     previous_session_id: Type.Optional(Nullable(Uuid)),
     num_traces: Type.Optional(Type.Integer()),
     num_spans: Type.Optional(Type.Integer()),
-    annotations: Type.Record(Type.String(), any),
-    annotation_aggregates: Type.Record(Type.String(), any),
-    annotation_agreement: Type.Record(Type.String(), any),
+    annotations: AnyKeyMap(any),
+    annotation_aggregates: AnyKeyMap(any),
+    annotation_agreement: AnyKeyMap(any),
     annotation_queue_ids: Type.Array(any),
-    feedback_rating_info: Type.Record(Type.String(), any),
+    feedback_rating_info: AnyKeyMap(any),
     file_ids: Type.Array(any),
     file_modalities: Type.Array(any),
   },

@@ -60,12 +60,6 @@ const renderable = () =>
         (k) => `instr(r.metrics, '"${k}"')`,
       ),
     ].join(' or ')}))`,
-    // The schema's serializer drops keys of these maps that hold a line terminator (the map's key
-    // pattern, ^(.*)$, does not match them): such rows are left to it.
-    ...['metrics', 'user_metadata', 'dataset_metadata'].map(
-      (c) =>
-        `(r.${c} is null or not (instr(r.${c}, '\\n') or instr(r.${c}, '\\r') or instr(r.${c}, char(8232)) or instr(r.${c}, char(8233))))`,
-    ),
   ].join(' and ');
 
 /**

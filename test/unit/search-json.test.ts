@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import {
   RECORD_COLUMNS,
   RECORD_TYPES,
+  PROMOTED_METRICS,
   type RecordRow,
   type StoredRecord,
   encodeIo,
@@ -55,6 +56,8 @@ const key = fc.oneof(
   { arbitrary: fc.string(), weight: 6 },
   { arbitrary: text, weight: 1 },
   fc.constantFrom('__proto__', '0', '7', '12', '-1', '1.5', 'constructor', 'duration_ns', 'num_x', 'cost'),
+  // Line terminators, which a key pattern of `.` does not match.
+  fc.constantFrom('a\nb', '\n', '\r\n', 'x\u2028', '\u2029y', '\u0085'),
 );
 const finite = fc.double({ noNaN: true, noDefaultInfinity: true });
 const scalar = fc.oneof(text, finite, fc.integer(), fc.boolean());
@@ -167,6 +170,24 @@ const row: fc.Arbitrary<RecordRow> = fc
     };
   });
 
+/** No key of the stored maps is lost: the rendered record holds every one, with its value. */
+function keepsEveryKey(stored: StoredRecord, rendered: string) {
+  const api = JSON.parse(rendered);
+  const parse = (v: unknown) => (v === null ? {} : JSON.parse(v as string));
+  assert.deepEqual(api.user_metadata, parse(stored.user_metadata));
+  assert.deepEqual(api.dataset_metadata, parse(stored.dataset_metadata));
+  const extra = parse(stored.metrics);
+  for (const k of Object.keys(extra)) {
+    // A promoted metric's column wins over a stored key of the same name (never written so).
+    if ((PROMOTED_METRICS as readonly string[]).includes(k) && stored[k as keyof StoredRecord] !== null)
+      continue;
+    // Known bug, not this check's subject yet: metricsOf skips keys named after Object.prototype's.
+    if (k in Object.prototype) continue;
+    assert.ok(Object.hasOwn(api.metrics, k), `metrics key ${JSON.stringify(k)}`);
+    assert.equal(api.metrics[k], extra[k]);
+  }
+}
+
 let n = 0;
 /** Stores a row; its rowid and the row as read back. */
 function put(r: RecordRow): { rowid: number; stored: StoredRecord } {
@@ -182,6 +203,7 @@ test('the statement renders a record exactly as recordToApi and the response sch
     fc.property(row, fc.boolean(), (r, counts) => {
       const { rowid, stored } = put(r);
       const expected = recordJson(stored, counts);
+      keepsEveryKey(stored, expected);
       const got = rendered(counts).get(JSON.stringify([rowid])) as {
         rid: number;
         id: string;
