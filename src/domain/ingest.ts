@@ -10,6 +10,7 @@
 import type { ErrorItem, Loc } from './errors.ts';
 import { ValidationError } from './errors.ts';
 import { isUuid, newId } from './ids.ts';
+import { setKey } from './keys.ts';
 import {
   type IoValue,
   MESSAGE_ROLES,
@@ -277,7 +278,7 @@ function metadata(c: Checker, o: Obj, key: string, loc: Loc): Record<string, Sca
     const x = v[k];
     if (x === null || x === undefined || !keyFits(c, k, [...loc, key, k])) continue;
     if (typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))) {
-      out[k] = x;
+      setKey(out, k, x);
     } else {
       c.fail([...loc, key, k], 'string_type', 'Input should be a valid string', x);
     }
@@ -350,7 +351,7 @@ function checkDocument(c: Checker, d: Obj, loc: Loc): Obj {
   if (typeof text !== 'string') c.fail(at(loc, key), 'string_type', 'Input should be a valid string', text);
   const meta = metadata(c, d, 'metadata', loc);
   const out: Obj = { page_content: text, metadata: meta ?? {} };
-  for (const k in d) if (k !== 'content' && k !== 'page_content' && k !== 'metadata') out[k] = d[k];
+  for (const k in d) if (k !== 'content' && k !== 'page_content' && k !== 'metadata') setKey(out, k, d[k]);
   return out;
 }
 
@@ -395,7 +396,7 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
       const n = int(c, v, k, ml, NON_NEGATIVE);
       if (typeof n === 'number') out[k] = n;
     } else if (typeof x === 'number' && Number.isFinite(x)) {
-      out[k] = x;
+      setKey(out, k, x);
     } else {
       c.fail(at(ml, k), 'float_type', 'Input should be a valid number', x);
     }
@@ -571,11 +572,11 @@ function normalise(
   for (const k in metrics) {
     if ((PROMOTED_METRICS as readonly string[]).includes(k)) continue;
     if (!extra) extra = {};
-    extra[k] = metrics[k];
+    setKey(extra, k, metrics[k]);
   }
 
   const raw: Obj = {};
-  for (const k in o) if (k !== 'spans') raw[k] = o[k];
+  for (const k in o) if (k !== 'spans') setKey(raw, k, o[k]);
 
   const row: RecordRow = {
     id,
@@ -890,10 +891,12 @@ export function mergeRecord(
   for (const k of keep) if (api[k] !== undefined && api[k] !== null) merged[k] = api[k];
   for (const k in incoming) {
     if (k === 'metrics' || k === 'created_at' || k === 'id' || k === 'type') continue;
-    merged[k] = incoming[k];
+    setKey(merged, k, incoming[k]);
   }
+  // Key by key, with setKey: Object.assign would set the prototype for a `__proto__` key.
   const m: Obj = { ...(api.metrics as Obj) };
-  if (isObj(incoming.metrics)) Object.assign(m, incoming.metrics);
+  if (isObj(incoming.metrics))
+    for (const k of Object.keys(incoming.metrics)) setKey(m, k, incoming.metrics[k]);
   merged.metrics = m;
   delete merged.trace_id;
   delete merged.parent_id;

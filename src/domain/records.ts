@@ -6,6 +6,7 @@
  * (messages or documents), a "skeleton" in `body` where each content string is replaced by its length.
  * Decoding slices the contents back out of the text, so nothing is stored twice.
  */
+import { setKey } from './keys.ts';
 import { toIso } from './time.ts';
 
 export const RECORD_TYPES = [
@@ -179,7 +180,7 @@ export function encodeIo(value: IoValue | undefined): { text: string | null; ske
       if ((k === 'content' || k === 'page_content') && typeof v === 'string') {
         out[k] = v.length;
         parts.push(v);
-      } else out[k] = v;
+      } else setKey(out, k, v);
     }
     return out;
   };
@@ -211,7 +212,7 @@ export function decodeIo(text: string | null, skeleton: unknown): unknown {
         first = false;
         out[k] = t.slice(pos, pos + v);
         pos += v;
-      } else out[k] = v;
+      } else setKey(out, k, v);
     }
     return out;
   };
@@ -253,7 +254,10 @@ export function parseBody(row: { body: unknown }): RecordBody {
   return json<RecordBody>(row.body, {});
 }
 
-/** The `metrics` object of a record: promoted columns that are set, plus the other metric keys. */
+/**
+ * The `metrics` object of a record: promoted columns that are set, plus the other metric keys (any
+ * key, `constructor` and `__proto__` too; a promoted column wins over a stored key of its name).
+ */
 export function metricsOf(row: StoredRecord): Record<string, number> {
   const m: Record<string, number> = {};
   for (const k of PROMOTED_METRICS) {
@@ -261,7 +265,7 @@ export function metricsOf(row: StoredRecord): Record<string, number> {
     if (v !== null && v !== undefined) m[k] = Number(v);
   }
   const extra = json<Record<string, number>>(row.metrics, {});
-  for (const k in extra) if (!(k in m)) m[k] = extra[k];
+  for (const k of Object.keys(extra)) if (!Object.hasOwn(m, k)) setKey(m, k, extra[k]);
   return m;
 }
 

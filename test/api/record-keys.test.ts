@@ -1,7 +1,8 @@
 /**
  * Free-form keys of records (user_metadata, dataset_metadata, metrics, document metadata, extra
- * message fields) are kept whatever they are, and come back from every read: GET trace, span and
- * session, and the sessions, traces and spans searches.
+ * message fields) are kept whatever they are: keys holding a line break (which a `^(.*)$` key pattern
+ * does not match) and keys named after properties of Object.prototype (`constructor`, `__proto__`...)
+ * come back from every read: GET trace, span and session, and the sessions, traces and spans searches.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -10,10 +11,25 @@ import { type TestServer, startTestServer, storesUnderTest } from '../helpers/se
 
 const uuid = () => crypto.randomUUID();
 
-/** Keys holding a line terminator, which a `^(.*)$` key pattern does not match. */
-const ODD_KEYS = ['a\nb', 'line\r\nbreak', 'u\u2028v', 'w\u2029x'];
+/** Keys a plain object or a key pattern would lose. */
+const ODD_KEYS = [
+  'a\nb',
+  'line\r\nbreak',
+  'u\u2028v',
+  'w\u2029x',
+  'constructor',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__proto__',
+  '__defineGetter__',
+  'isPrototypeOf',
+];
 
-/** An object with these own properties. */
+/**
+ * An object with own properties (an object literal or plain assignment would set the prototype for
+ * `__proto__` instead). JSON.stringify writes every own key, JSON.parse reads them back as own keys.
+ */
 const own = (entries: [string, unknown][]): Record<string, any> => Object.fromEntries(entries);
 const strings = (tag: string) =>
   own([['plain', tag], ...ODD_KEYS.map((k, i): [string, unknown] => [k, `${tag}${i}`])]);
@@ -38,7 +54,8 @@ for (const store of storesUnderTest()) {
     const message = own([
       ['role', 'user'],
       ['content', 'hi'],
-      ['extra\nfield', 'message field'],
+      ['__proto__', 'message field'],
+      ['constructor', 'another'],
     ]);
     const docMetadata = strings('m');
     const path = (p: string) => `/v2/projects/${projectId}${p}`;
@@ -73,7 +90,7 @@ for (const store of storesUnderTest()) {
             user_metadata: user,
             dataset_metadata: dataset,
             metrics: traceMetrics,
-            tags: ['a\nb', 'c'],
+            tags: ['constructor', '__proto__', 'a\nb'],
             spans: [
               {
                 type: 'llm',
@@ -104,7 +121,7 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(t.dataset_metadata, dataset);
       // Token metrics are the sums over the llm span.
       assert.deepEqual(t.metrics, { ...traceMetrics, num_input_tokens: 3, num_total_tokens: 3 });
-      assert.deepEqual(t.tags, ['a\nb', 'c']);
+      assert.deepEqual(t.tags, ['constructor', '__proto__', 'a\nb']);
     };
     const checkLlm = (sp: any) => {
       assert.deepEqual(sp.user_metadata, spanUser);
@@ -156,10 +173,10 @@ for (const store of storesUnderTest()) {
         });
         assert.equal(byMetric.id, traceId);
       }
-      // Records lacking the key match `ne`.
+      // A record lacking the key does not match (an inherited property is not a value).
       const r = await s.call('POST', path('/spans/search'), {
         log_stream_id: logStreamId,
-        filters: [{ column_id: 'dataset_metadata/a\nb', operator: 'ne', value: 'x' }],
+        filters: [{ column_id: 'dataset_metadata/constructor', operator: 'ne', value: 'x' }],
       });
       assert.equal(r.status, 200, r.text);
       assert.deepEqual(r.body.records.map((x: any) => x.id).sort(), [llmId, retrieverId].sort());
@@ -179,9 +196,9 @@ for (const store of storesUnderTest()) {
       const first = { id, name: 'merge', input: 'in', user_metadata: user, metrics: traceMetrics };
       let r = await s.call('POST', path('/traces'), { log_stream_id: logStreamId, traces: [first] });
       assert.equal(r.status, 200, r.text);
-      // A re-send changes two extra metrics and keeps the others.
+      // A re-send changes two extra metrics, one of them `__proto__`, and keeps the others.
       const changed = own([
-        ['w\u2029x', 7],
+        ['__proto__', 7],
         ['a\nb', 8],
       ]);
       r = await s.call('POST', path('/traces'), {
@@ -194,8 +211,8 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(t.body.user_metadata, user);
 
       const patched = own([
-        ['a\nb', 'patched'],
-        ['c\rd', 'c'],
+        ['__proto__', 'patched'],
+        ['constructor', 'c'],
       ]);
       r = await s.call('PATCH', path(`/traces/${id}`), {
         log_stream_id: logStreamId,
@@ -206,6 +223,34 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(t.body.user_metadata, patched);
       assert.deepEqual(t.body.metrics, { ...traceMetrics, ...changed });
       assert.deepEqual((await searched('traces', id)).user_metadata, patched);
+    });
+
+    test('`__proto__` never sets a prototype: an object under it is refused like any other', async () => {
+      const bad = (field: string, value: unknown) =>
+        s.call(
+          'POST',
+          path('/traces'),
+          `{"log_stream_id":"${logStreamId}","traces":[{"name":"p","${field}":{"__proto__":${JSON.stringify(value)}}}]}`,
+        );
+      let r = await bad('user_metadata', { polluted: 'yes' });
+      assert.equal(r.status, 422, r.text);
+      assert.deepEqual(r.body.detail[0].loc, ['body', 'traces', 0, 'user_metadata', '__proto__']);
+      r = await bad('metrics', { num_input_tokens: 5 });
+      assert.equal(r.status, 422, r.text);
+      assert.deepEqual(r.body.detail[0].loc, ['body', 'traces', 0, 'metrics', '__proto__']);
+      assert.equal(({} as any).polluted, undefined);
+
+      // A trace-level `__proto__` is an unknown field: ignored, also on a re-send.
+      const id = uuid();
+      const body = (name: string) =>
+        `{"log_stream_id":"${logStreamId}","traces":[{"id":"${id}","name":"${name}","__proto__":{"name":"injected","user_metadata":{"k":"v"}}}]}`;
+      for (const name of ['first', 'second']) {
+        r = await s.call('POST', path('/traces'), body(name));
+        assert.equal(r.status, 200, r.text);
+        const t = await s.call('GET', path(`/traces/${id}`));
+        assert.equal(t.body.name, name);
+        assert.deepEqual(t.body.user_metadata, {});
+      }
     });
   });
 }

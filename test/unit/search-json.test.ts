@@ -56,6 +56,8 @@ const key = fc.oneof(
   { arbitrary: fc.string(), weight: 6 },
   { arbitrary: text, weight: 1 },
   fc.constantFrom('__proto__', '0', '7', '12', '-1', '1.5', 'constructor', 'duration_ns', 'num_x', 'cost'),
+  // Names of Object.prototype's properties.
+  fc.constantFrom(...Object.getOwnPropertyNames(Object.prototype)),
   // Line terminators, which a key pattern of `.` does not match.
   fc.constantFrom('a\nb', '\n', '\r\n', 'x\u2028', '\u2029y', '\u0085'),
 );
@@ -181,8 +183,6 @@ function keepsEveryKey(stored: StoredRecord, rendered: string) {
     // A promoted metric's column wins over a stored key of the same name (never written so).
     if ((PROMOTED_METRICS as readonly string[]).includes(k) && stored[k as keyof StoredRecord] !== null)
       continue;
-    // Known bug, not this check's subject yet: metricsOf skips keys named after Object.prototype's.
-    if (k in Object.prototype) continue;
     assert.ok(Object.hasOwn(api.metrics, k), `metrics key ${JSON.stringify(k)}`);
     assert.equal(api.metrics[k], extra[k]);
   }
@@ -263,10 +263,20 @@ test('rows the statement cannot render exactly are left to JavaScript', () => {
     const { rowid, stored } = put(r);
     const got = rendered(true).get(JSON.stringify([rowid])) as { j: Buffer | null };
     const [page] = repo.pageJsonRows([rowid], true);
-    assert.equal(Buffer.from(page.j!).toString('utf8'), recordJson(stored, true));
+    const expected = recordJson(stored, true);
+    keepsEveryKey(stored, expected);
+    assert.equal(Buffer.from(page.j!).toString('utf8'), expected);
+    if (got.j !== null) assert.equal(got.j.toString('utf8'), expected);
     return got.j !== null;
   };
   assert.equal(sqlRenders(base), true);
+  // Keys that hold a line terminator or name a property of Object.prototype are the statement's.
+  for (const r of [
+    { metrics: '{"__proto__":1,"constructor":2,"toString":3,"a\\nb":4}' },
+    { user_metadata: '{"a\\nb":"x","__proto__":"y","valueOf":1}', dataset_metadata: '{"\u2028":true}' },
+  ] as Partial<RecordRow>[]) {
+    assert.equal(sqlRenders({ ...base, ...r }), true, JSON.stringify(r));
+  }
   const io = encodeIo([{ role: 'user', content: 'hello' }]);
   for (const r of [
     { body: JSON.stringify({ in: io.skeleton }), input_text: io.text },
@@ -275,7 +285,6 @@ test('rows the statement cannot render exactly are left to JavaScript', () => {
     { updated_at: 253_402_300_800_000_000 },
     { metrics: '{"7":1,"cost":2}' },
     { metrics: '{"duration_ns":1}' },
-    { metrics: '{"__proto__":1}' },
     { duration_ns: 1.5 },
     { body: '{"step":' },
   ] as Partial<RecordRow>[]) {
