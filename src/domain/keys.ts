@@ -12,3 +12,8 @@ export function setKey<T>(o: Record<string, T>, k: string, v: NoInfer<T>): void 
     Object.defineProperty(o, k, { value: v, writable: true, enumerable: true, configurable: true });
   else o[k] = v;
 }
+
+/** `o[k]` when `o` has it as its own property (not `constructor`, `__proto__`... of Object.prototype). */
+export function getKey<T>(o: Record<string, T>, k: string): T | undefined {
+  return Object.hasOwn(o, k) ? o[k] : undefined;
+}

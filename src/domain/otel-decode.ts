@@ -9,6 +9,7 @@
  * reads the decoded message. Pure: no I/O.
  */
 import { createRequire } from 'node:module';
+import { setKey } from './keys.ts';
 
 const require = createRequire(import.meta.url);
 // The generated module is CommonJS and not in the package's exports map (the package has none), so it
@@ -111,7 +112,7 @@ function keyValues(list: any[], depth = 0): Attrs {
   const out: Attrs = {};
   for (const kv of list ?? []) {
     if (!kv || kv.key === null || kv.key === undefined) continue;
-    out[cleanText(String(kv.key))] = anyValue(kv.value, depth);
+    setKey(out, cleanText(String(kv.key)), anyValue(kv.value, depth));
   }
   return out;
 }

@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto';
 import { MESSAGE_ROLES, type SpanType } from './records.ts';
 import { type AttrValue, type Attrs, type OtelSpan, cleanText } from './otel-decode.ts';
+import { getKey, setKey } from './keys.ts';
 import { toIso } from './time.ts';
 
 type Obj = Record<string, unknown>;
@@ -95,7 +96,7 @@ function indexed(a: Attrs, prefix: string, used: Set<string>): Attrs[] {
     if (!/^\d+$/.test(idx) || idx.length > 6) continue;
     const i = Number(idx);
     const g = bucket(groups, i);
-    g[dot < 0 ? '' : rest.slice(dot + 1)] = a[k];
+    setKey(g, dot < 0 ? '' : rest.slice(dot + 1), a[k]);
     used.add(k);
   }
   return [...groups.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1]);
@@ -153,12 +154,14 @@ export function spanType(s: Pick<OtelSpan, 'attributes' | 'kind'>): SpanType {
     typeof a['gen_ai.operation.name'] === 'string'
       ? (a['gen_ai.operation.name'] as string).toLowerCase()
       : '';
-  if (GEN_AI_KINDS[op]) return GEN_AI_KINDS[op];
+  const genAi = getKey(GEN_AI_KINDS, op);
+  if (genAi) return genAi;
   const oi =
     typeof a['openinference.span.kind'] === 'string'
       ? (a['openinference.span.kind'] as string).toUpperCase()
       : '';
-  if (OPENINFERENCE_KINDS[oi]) return OPENINFERENCE_KINDS[oi];
+  const openInference = getKey(OPENINFERENCE_KINDS, oi);
+  if (openInference) return openInference;
   if (oi) return 'workflow';
   if ((s.kind === 2 || s.kind === 3) && HTTP_KEYS.some((k) => a[k] !== undefined)) return 'http';
   return 'workflow';
@@ -186,7 +189,7 @@ const ROLE_ALIASES: Record<string, string> = {
 function role(v: unknown, fallback: string): string {
   const r = typeof v === 'string' ? v.toLowerCase() : '';
   if (MESSAGE_ROLES.includes(r)) return r;
-  return ROLE_ALIASES[r] ?? fallback;
+  return getKey(ROLE_ALIASES, r) ?? fallback;
 }
 
 /** Message content as text: strings as is, text parts joined, anything else as JSON. */
@@ -292,7 +295,7 @@ function openInferenceMessages(a: Attrs, prefix: string, used: Set<string>, fall
       const m = /^message\.tool_calls\.(\d+)\.tool_call\.(.+)$/.exec(k);
       if (!m) continue;
       const i = Number(m[1]);
-      bucket(calls, i)[m[2]] = g[k];
+      setKey(bucket(calls, i), m[2], g[k]);
     }
     if (calls.size) {
       msg.tool_calls = [...calls.entries()]
@@ -314,7 +317,7 @@ function indexedGenAiMessages(a: Attrs, prefix: string, used: Set<string>, fallb
       const m = /^tool_calls\.(\d+)\.(.+)$/.exec(k);
       if (!m) continue;
       const i = Number(m[1]);
-      bucket(calls, i)[m[2]] = g[k];
+      setKey(bucket(calls, i), m[2], g[k]);
     }
     if (calls.size) {
       msg.tool_calls = [...calls.entries()]
@@ -383,15 +386,16 @@ function messagesOf(s: OtelSpan, used: Set<string>): Messages {
     const evOut: Message[] = [];
     for (const e of s.events) {
       const ea = e.attributes;
-      if (MESSAGE_EVENTS[e.name]) {
+      const eventRole = getKey(MESSAGE_EVENTS, e.name);
+      if (eventRole) {
         const m = messageFrom(
           {
-            role: ea.role ?? MESSAGE_EVENTS[e.name],
+            role: ea.role ?? eventRole,
             content: json(ea.content ?? ea['gen_ai.event.content']),
             tool_calls: json(ea.tool_calls),
             tool_call_id: ea.id ?? ea.tool_call_id,
           },
-          MESSAGE_EVENTS[e.name],
+          eventRole,
         );
         if (m) evIn.push(m);
       } else if (e.name === 'gen_ai.choice') {
@@ -572,10 +576,13 @@ export function mapSpan(s: OtelSpan): MapResult {
       if (meta && typeof meta === 'object' && !Array.isArray(meta)) {
         for (const [k, v] of Object.entries(meta as Obj)) {
           if (v === null || v === undefined) continue;
-          metadata[k] =
+          setKey(
+            metadata,
+            k,
             typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v))
               ? v
-              : JSON.stringify(v);
+              : JSON.stringify(v),
+          );
         }
       }
       return { content: str(g['document.content']) ?? '', metadata };
@@ -618,7 +625,7 @@ export function mapSpan(s: OtelSpan): MapResult {
   for (const k in a) {
     if (used.has(k)) continue;
     const v = str(a[k]);
-    if (v !== undefined) meta[k] = v;
+    if (v !== undefined) setKey(meta, k, v);
   }
   const service = s.resource['service.name'];
   if (service !== undefined && meta['service.name'] === undefined)

@@ -83,6 +83,10 @@ describe('otel kinds', () => {
     [{ 'http.method': 'POST' }, 1, 'workflow'],
     [{}, 1, 'workflow'],
     [{ 'gen_ai.operation.name': 'something_new' }, 1, 'workflow'],
+    // Names of Object.prototype's properties are no kinds.
+    [{ 'gen_ai.operation.name': 'constructor' }, 1, 'workflow'],
+    [{ 'gen_ai.operation.name': '__proto__' }, 1, 'workflow'],
+    [{ 'gen_ai.operation.name': 'hasOwnProperty' }, 1, 'workflow'],
   ];
   for (const [attrs, kind, want] of cases) {
     test(`${JSON.stringify(attrs)} kind ${kind} → ${want}`, () => {
@@ -203,6 +207,25 @@ describe('otel tokens, model, status, metadata', () => {
     assert.deepEqual(r.record.tags, ['x', 'y']);
     assert.equal(mapped({ 'gen_ai.conversation.id': 'conv-9' }).session, 'conv-9');
   });
+  test('attributes named after Object.prototype properties are kept as metadata', () => {
+    const attributes: Record<string, AttrValue> = Object.fromEntries([
+      ['constructor', 'c'],
+      ['toString', 1],
+      ['__proto__', { polluted: 'yes' }],
+      ['line\nbreak', 'l'],
+    ]);
+    const r = mapped(attributes);
+    assert.deepEqual(
+      r.record.user_metadata,
+      Object.fromEntries([
+        ['constructor', 'c'],
+        ['toString', '1'],
+        ['__proto__', '{"polluted":"yes"}'],
+        ['line\nbreak', 'l'],
+      ]),
+    );
+    assert.equal(Object.getPrototypeOf(r.record.user_metadata), Object.prototype);
+  });
   test('start and duration', () => {
     const r = mapped({}).record;
     assert.equal(r.created_at, '2023-11-14T22:13:20.000Z');
@@ -266,6 +289,28 @@ describe('otel messages', () => {
     ]);
     assert.deepEqual(r.output, { role: 'assistant', content: 'hi there' });
     assert.equal(r.finish_reason, 'stop');
+  });
+  test('roles and event names named after Object.prototype properties are no aliases', () => {
+    const r = mapped(
+      {
+        'gen_ai.operation.name': 'chat',
+        'gen_ai.prompt.0.role': 'constructor',
+        'gen_ai.prompt.0.content': 'q',
+        'gen_ai.prompt.1.role': '__proto__',
+        'gen_ai.prompt.1.content': 'r',
+      },
+      {
+        events: [
+          { name: 'constructor', timeNs: 0n, attributes: { content: 'not a message' } },
+          { name: 'toString', timeNs: 0n, attributes: { content: 'nor this' } },
+        ],
+      },
+    ).record;
+    assert.deepEqual(r.input, [
+      { role: 'user', content: 'q' },
+      { role: 'user', content: 'r' },
+    ]);
+    assert.equal(r.output, undefined);
   });
   test('older indexed gen_ai.prompt.N / gen_ai.completion.N attributes', () => {
     const r = mapped({
@@ -457,6 +502,43 @@ describe('otel decoding', () => {
     assert.deepEqual(s.attributes, { i: '9007199254740993', d: 1.5, b: true, a: ['p', 2], k: { z: 'q' } });
     assert.deepEqual(s.status, { code: 2, message: 'err' });
     assert.deepEqual(s.resource, { 'service.name': 'svc' });
+  });
+  test('OTLP/JSON attributes named `__proto__` are attributes, not prototypes', () => {
+    const kv = (key: string, value: unknown) => ({ key, value });
+    const spans = decodeJson({
+      resourceSpans: [
+        {
+          scopeSpans: [
+            {
+              spans: [
+                {
+                  traceId: T,
+                  spanId: 'eee19b7ec3c1b174',
+                  name: 'p',
+                  attributes: [
+                    kv('__proto__', { kvlistValue: { values: [kv('injected', { stringValue: 'x' })] } }),
+                    kv('constructor', { stringValue: 'c' }),
+                  ],
+                },
+              ],
+            },
+          ],
+        },
+      ],
+    });
+    const a = spans[0].attributes;
+    assert.deepEqual(Object.keys(a), ['__proto__', 'constructor']);
+    assert.equal(Object.getPrototypeOf(a), Object.prototype);
+    assert.deepEqual(Object.getOwnPropertyDescriptor(a, '__proto__')?.value, { injected: 'x' });
+    const meta = mapSpan(spans[0]);
+    assert.ok(meta.ok);
+    assert.deepEqual(
+      meta.span.record.user_metadata,
+      Object.fromEntries([
+        ['__proto__', '{"injected":"x"}'],
+        ['constructor', 'c'],
+      ]),
+    );
   });
   test('non-OTLP JSON is refused', () => {
     assert.throws(() => decodeJson([1, 2]));
