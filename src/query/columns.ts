@@ -276,7 +276,9 @@ export function lookupColumn(id: string): ColumnLookup {
   if (standard) return { ok: true, column: standard, needsCatalogue: false };
   const slash = id.indexOf('/');
   if (slash <= 0) return { ok: false };
-  const namespace = NAMESPACES[id.slice(0, slash)];
+  const prefix = id.slice(0, slash);
+  // Own keys only: `constructor/x` names no namespace.
+  const namespace = Object.hasOwn(NAMESPACES, prefix) ? NAMESPACES[prefix] : undefined;
   const key = id.slice(slash + 1);
   if (!namespace || key === '') return { ok: false };
   return { ok: true, column: namespacedColumn(namespace, key), needsCatalogue: namespace === 'metrics' };

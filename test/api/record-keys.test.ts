@@ -182,6 +182,21 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(r.body.records.map((x: any) => x.id).sort(), [llmId, retrieverId].sort());
     });
 
+    test('`constructor/x` names no column namespace: an unknown column (422), not an error', async () => {
+      for (const column of ['constructor/x', 'toString/x', '__proto__/x']) {
+        const bad = await s.call('POST', path('/traces/search'), {
+          log_stream_id: logStreamId,
+          filters: [{ column_id: column, operator: 'eq', value: 'x' }],
+        });
+        assert.equal(bad.status, 422, `${column}: ${bad.text}`);
+        const sort = await s.call('POST', path('/traces/search'), {
+          log_stream_id: logStreamId,
+          sort: { name: column, ascending: true },
+        });
+        assert.equal(sort.status, 422, `${column}: ${sort.text}`);
+      }
+    });
+
     test('the column catalogue lists such keys', async () => {
       const r = await s.call('POST', path('/traces/available_columns'), { log_stream_id: logStreamId });
       assert.equal(r.status, 200, r.text);
