@@ -419,6 +419,9 @@ for (const store of storesUnderTest()) {
                   )
                 )
                   problems.push(`widget ${wd.id} on ${id}: never written by anyone`);
+                // A create in flight at the kill that landed: known from now on (the next cycle's
+                // check no longer has its pending create).
+                else track(wd.id, 'widget', `w${w}:${id}`).acked = widgetCore(wd);
               }
               for (const [wid, tw] of tracked)
                 if (tw.kind === 'widget' && tw.label === `w${w}:${id}` && !seen.has(wid))
