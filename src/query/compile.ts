@@ -26,6 +26,11 @@ export interface CompileOptions {
    * checks membership first and the exact condition after.
    */
   textCandidates?: ReadonlyMap<Leaf, readonly number[]>;
+  /**
+   * PostgreSQL only: the same for the text index of migration 008, as record ids (the index's hits
+   * plus the records queued for it; store/search.ts pgTextCandidates).
+   */
+  pgTextCandidates?: ReadonlyMap<Leaf, readonly string[]>;
 }
 
 /** Scalar columns that are NOT NULL in `records` (a value is never missing). */
@@ -239,16 +244,12 @@ class Compiler {
     const cs = leaf.caseSensitive;
     if (this.pg) {
       const pattern = likeContains(term);
-      const lowered = sql`lower(${v.expr}) like lower(${this.text(pattern)})`;
-      // pg_trgm indexes lower(input_text) and lower(output_text): give the planner that condition also
-      // for a case-sensitive search (lower() maps character by character on PostgreSQL, so a
-      // case-sensitive match is also a match of the lowered texts).
-      if (!cs)
-        return leaf.column.textIndexed ? this.positiveIndexable(v, lowered) : this.positive(v, lowered);
-      const exact = sql`${v.expr} like ${this.text(pattern)}`;
-      return leaf.column.textIndexed
-        ? this.positiveIndexable(v, sql`${lowered} and ${exact}`)
-        : this.positive(v, exact);
+      const exact = cs
+        ? sql`${v.expr} like ${this.text(pattern)}`
+        : sql`lower(${v.expr}) like lower(${this.text(pattern)})`;
+      const ids = this.opts.pgTextCandidates?.get(leaf);
+      if (ids) return this.positiveIndexable(v, sql`${this.ref('id')} = any(${ids}::text[]) and ${exact}`);
+      return this.positive(v, exact);
     }
     let exact = sql`instr(${this.fold(v.expr, cs)}, ${this.fold(this.text(term), cs)}) > 0`;
     if (v.loose) exact = sql`typeof(${v.expr}) = 'text' and ${exact}`;

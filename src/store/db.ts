@@ -19,6 +19,11 @@ export interface Store {
   pool: pg.Pool | null;
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
+  /**
+   * PostgreSQL: ingest writes of this process under way; background work (the text indexer) yields
+   * to them.
+   */
+  ingestsInFlight?: number;
   /** Called once the schema is migrated: starts background work that must not race migrations. */
   migrated?(): void;
   close(): Promise<void>;

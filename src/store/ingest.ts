@@ -34,7 +34,7 @@ export interface IngestStore {
 }
 
 export function ingestStore(store: Store): IngestStore {
-  return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store.pool as pg.Pool);
+  return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store);
 }
 
 function rowValues(rows: RecordRow[], out: unknown[] = []): unknown[] {
@@ -307,7 +307,11 @@ class PgIngest implements IngestStore {
   private readonly updateSql =
     `update records set ${MUTABLE.map((c, i) => `${c} = $${i + 1}`).join(', ')} where id = $${MUTABLE.length + 1}`;
 
-  constructor(private readonly pool: pg.Pool) {}
+  private readonly pool: pg.Pool;
+
+  constructor(private readonly store: Store) {
+    this.pool = store.pool as pg.Pool;
+  }
 
   private insertStatement(n: number): string {
     let s = this.insertSql.get(n);
@@ -431,6 +435,15 @@ class PgIngest implements IngestStore {
   }
 
   async run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+    this.store.ingestsInFlight = (this.store.ingestsInFlight ?? 0) + 1;
+    try {
+      return await this.runOnce(flow);
+    } finally {
+      this.store.ingestsInFlight--;
+    }
+  }
+
+  private async runOnce<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
     for (let attempt = 0; ; attempt++) {
       const client = await this.pool.connect();
       let broken = false;

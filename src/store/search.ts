@@ -8,7 +8,7 @@ import type SQLite from 'better-sqlite3';
 import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Leaf } from '../query/filters.ts';
 import { type FilterTree, leavesOf } from '../query/filters.ts';
-import { compileFilterTree, compileSort } from '../query/compile.ts';
+import { compileFilterTree, compileSort, likeContains } from '../query/compile.ts';
 import type { SortSpec } from '../query/sorts.ts';
 import type { Store } from './db.ts';
 import {
@@ -20,6 +20,7 @@ import {
   textTables,
   trimQueue,
 } from './search-text.ts';
+import { PgTextIndexer } from './search-text-pg.ts';
 import type { DB, RecordsTable } from './tables.ts';
 import type { StoredRecord } from '../domain/records.ts';
 import { type PageFormat, pageBody, recordJson, searchPageJson } from '../services/search-page.ts';
@@ -120,11 +121,14 @@ export class SearchRepo {
     await this.readers?.close();
   }
 
-  /** The page query (without running it), given text candidates already looked up. */
+  /**
+   * The page query (without running it), given text candidates already looked up (rowids on SQLite,
+   * ids on PostgreSQL).
+   */
   pageQuery(
     db: Kysely<DB>,
     q: RecordSearch,
-    textCandidates?: ReadonlyMap<Leaf, readonly number[]>,
+    textCandidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
   ): SelectQueryBuilder<DB, 'records', RecordRowRead> {
     return this.filtered(db.selectFrom('records').selectAll('records') as any, q, textCandidates);
   }
@@ -149,13 +153,19 @@ export class SearchRepo {
   private filtered<O>(
     base: SelectQueryBuilder<DB, 'records', O>,
     q: RecordSearch,
-    textCandidates?: ReadonlyMap<Leaf, readonly number[]>,
+    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
   ): SelectQueryBuilder<DB, 'records', O> {
-    const opts = { dialect: this.store.dialect, textCandidates };
+    const pg = this.store.dialect === 'postgres';
+    const textCandidates = pg ? undefined : (candidates as ReadonlyMap<Leaf, readonly number[]> | undefined);
+    const pgTextCandidates = pg
+      ? (candidates as ReadonlyMap<Leaf, readonly string[]> | undefined)
+      : undefined;
+    const opts = { dialect: this.store.dialect, textCandidates, pgTextCandidates };
     let query = base;
     // A rare text term (few candidate rowids, in a leaf every match must satisfy) reads its
     // candidates directly instead of walking the run's records in sort order; the unary `+` keeps
-    // SQLite from choosing the run index over the rowids.
+    // SQLite from choosing the run index over the rowids. (PostgreSQL's planner weighs `id = any(...)`
+    // itself.)
     const drive = this.drivingCandidates(q.tree, textCandidates);
     const plus = drive ? sql`+` : sql``;
     if (drive)
@@ -216,11 +226,7 @@ export class SearchRepo {
   ): Promise<Map<Leaf, number[]>> {
     const out = new Map<Leaf, number[]>();
     if (!tree || this.store.dialect !== 'sqlite' || !this.textIndex) return out;
-    const leaves = leavesOf(tree)
-      .map((l) => l.filter)
-      .filter(
-        (f) => (f.kind === 'text' || f.kind === 'id') && f.operator === 'contains' && f.column.textIndexed,
-      );
+    const leaves = indexedContainsLeaves(tree);
     if (!leaves.length) return out;
     const tables = textTables(types);
     // Read the index file first (its position in the queue), then the queue: the queue's snapshot is then
@@ -259,6 +265,71 @@ export class SearchRepo {
       out.set(leaf, [...hits, ...queued]);
     }
     return out;
+  }
+
+  /** PostgreSQL: whether the text index has its GIN indexes (pg_trgm was there; migration 008). */
+  private pgTextIndex: Promise<boolean> | null = null;
+
+  /**
+   * PostgreSQL: for each `contains` leaf on an indexed column, the ids of the records that may match:
+   * the trigram index's hits (`records_text`, migration 008) plus every record queued for it. Leaves
+   * whose term has fewer than 3 characters, or that hit more than `candidateCap` records, get none
+   * (they scan); so do all when more than that are queued. Must run in the page query's snapshot.
+   */
+  async pgTextCandidates(db: Kysely<DB>, tree: FilterTree | null): Promise<Map<Leaf, string[]>> {
+    const out = new Map<Leaf, string[]>();
+    const leaves = pgIndexableLeaves(tree);
+    if (!leaves.length) return out;
+    this.pgTextIndex ??= sql<{
+      found: boolean;
+    }>`select to_regclass('records_text_input_trgm') is not null as found`
+      .execute(db)
+      .then(
+        (r) => !!r.rows[0]?.found,
+        () => {
+          this.pgTextIndex = null;
+          return false;
+        },
+      );
+    if (!(await this.pgTextIndex)) return out;
+    const cap = this.candidateCap;
+    const { rows: queuedRows } = await sql<{
+      id: string;
+    }>`select id from records_text_queue limit ${cap + 1}`.execute(db);
+    if (queuedRows.length > cap) return out;
+    const queued = [...new Set(queuedRows.map((r) => r.id))];
+    for (const leaf of leaves) {
+      const src = leaf.column.source;
+      const column = src.kind === 'scalar' && src.column === 'output_text' ? 'output' : 'input';
+      // The index holds lower(text); lower() maps character by character on PostgreSQL, so every
+      // match, case-sensitive or not, is a match of the lowered texts.
+      const hit = sql`${sql.ref(column)} like lower(${likeContains(leaf.value as string)}::text)`;
+      // A term the planner expects in more records than the cap is common: scanning in sort order
+      // finds a page sooner than collecting the index's hits (a bitmap of every hit, each rechecked)
+      // only to learn there are too many.
+      const plan = await sql<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>`explain (format json)
+        select id from records_text where ${hit}`.execute(db);
+      if (Number(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows']) > cap) continue;
+      const { rows } = await sql<{ id: string }>`select id from records_text where ${hit}
+        limit ${cap + 1 - queued.length}`.execute(db);
+      if (rows.length + queued.length > cap) continue;
+      out.set(leaf, [...rows.map((r) => r.id), ...queued]);
+    }
+    return out;
+  }
+
+  /**
+   * PostgreSQL: one page of records. With text candidates to look up, they and the page are read in
+   * one snapshot (a repeatable-read transaction): every record is then either indexed as it is in
+   * that snapshot or queued.
+   */
+  private async pgPageRows(q: RecordSearch): Promise<RecordRowRead[]> {
+    if (!pgIndexableLeaves(q.tree).length) return this.pageQuery(this.store.db, q).execute();
+    return this.store.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (trx) => this.pageQuery(trx, q, await this.pgTextCandidates(trx, q.tree)).execute());
   }
 
   /** One page of records (up to `q.limit` rows), read in one snapshot, on a reader thread when there are. */
@@ -333,7 +404,7 @@ export class SearchRepo {
 
   /** `search` on this thread's connection. */
   async searchHere(q: RecordSearch): Promise<RecordRowRead[]> {
-    if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
+    if (this.store.dialect === 'postgres') return this.pgPageRows(q);
     return (await this.pageRowsHere(q)).map(({ __rid: _, ...rest }) => rest as RecordRowRead);
   }
 
@@ -342,7 +413,7 @@ export class SearchRepo {
    * statement selects (no copy of each row without it; the formatting reads named fields only).
    */
   async pageRowsHere(q: RecordSearch): Promise<(RecordRowRead & { __rid?: number })[]> {
-    if (this.store.dialect === 'postgres') return this.pageQuery(this.store.db, q).execute();
+    if (this.store.dialect === 'postgres') return this.pgPageRows(q);
     const h = this.store.sqlite!;
     // One read transaction: candidates, the page's rowids and its rows come from one snapshot. The
     // connection is held throughout (as ingestion holds it for its statements on the handle); the
@@ -442,24 +513,58 @@ export class SearchRepo {
   }
 }
 
+/** The `contains` leaves of a tree on columns the text index covers (input, output). */
+function indexedContainsLeaves(tree: FilterTree | null): Leaf[] {
+  if (!tree) return [];
+  return leavesOf(tree)
+    .map((l) => l.filter)
+    .filter(
+      (f) => (f.kind === 'text' || f.kind === 'id') && f.operator === 'contains' && f.column.textIndexed,
+    );
+}
+
+/** PostgreSQL: the leaves of `indexedContainsLeaves` with a term of a trigram or more (and no NUL). */
+function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
+  return indexedContainsLeaves(tree).filter((l) => {
+    const term = l.value as string;
+    return Array.from(term).length >= 3 && !term.includes('\u0000');
+  });
+}
+
 /**
- * SQLite: keeps the trigram index (store/search-text.ts) current from its queue, on a thread of its
- * own (search-worker.ts, role `indexer`) with its own connection: indexing competes with ingestion for
- * neither the main thread nor the records' write lock. `start` first checks the index belongs to
- * this database (rebuilding it otherwise).
+ * Keeps the text index current from its queue, shortly after each write.
+ *
+ * SQLite: the trigram index (store/search-text.ts), on a thread of its own (search-worker.ts, role
+ * `indexer`) with its own connection: indexing competes with ingestion for neither the main thread
+ * nor the records' write lock. `start` first checks the index belongs to this database (rebuilding
+ * it otherwise).
+ *
+ * PostgreSQL: `records_text` (store/search-text-pg.ts), by a background job of this process on the
+ * pool; every process runs one, and they share the queue.
  */
 export class TextIndexer {
   private worker: Worker | null = null;
   private nextId = 1;
   private readonly waiting = new Map<number, { resolve: () => void; reject: (e: Error) => void }>();
+  private readonly pg: PgTextIndexer | null;
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: Store) {
+    this.pg =
+      store.dialect === 'postgres'
+        ? new PgTextIndexer(store.db, () => (store.ingestsInFlight ?? 0) > 0)
+        : null;
+  }
 
   get enabled(): boolean {
+    if (this.pg) return true;
     return this.store.dialect === 'sqlite' && !!this.store.sqlite && attachTextIndex(this.store.sqlite);
   }
 
   start(): void {
+    if (this.pg) {
+      this.pg.start();
+      return;
+    }
     if (!this.enabled || this.worker) return;
     checkTextIndex(this.store.sqlite!);
     const worker = spawnSearchWorker(this.store.sqlite!.name, 'indexer');
@@ -495,6 +600,7 @@ export class TextIndexer {
   }
 
   async stop(): Promise<void> {
+    await this.pg?.stop();
     if (this.trimTimer) clearInterval(this.trimTimer);
     this.trimTimer = null;
     const worker = this.worker;
@@ -504,6 +610,7 @@ export class TextIndexer {
 
   /** Queue entries waiting to be indexed. */
   async pending(): Promise<number> {
+    if (this.pg) return this.pg.pending();
     if (!this.enabled) return 0;
     return this.store.db.connection().execute(async () => {
       const h = this.store.sqlite!;
@@ -515,6 +622,7 @@ export class TextIndexer {
 
   /** Indexes until the queue is empty (tests and benchmarks): on the indexer thread when it runs. */
   async drain(): Promise<void> {
+    if (this.pg) return this.pg.drain();
     if (!this.enabled) return;
     const worker = this.worker;
     if (worker) {
@@ -541,6 +649,7 @@ export class TextIndexer {
 
   /** Empties the index and queues every record again (repair). */
   async rebuild(): Promise<void> {
+    if (this.pg) return this.pg.rebuild();
     if (!this.enabled) return;
     await this.store.db.connection().execute(async () => rebuildTextIndex(this.store.sqlite!));
   }

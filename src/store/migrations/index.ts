@@ -6,6 +6,7 @@ import * as search from './004_search.ts';
 import * as integrations from './005_integrations.ts';
 import * as dashboards from './006_dashboards.ts';
 import * as pageSize from './007_page_size.ts';
+import * as pgTextQueue from './008_pg_text_queue.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '005_integrations': integrations,
   '006_dashboards': dashboards,
   '007_page_size': pageSize,
+  '008_pg_text_queue': pgTextQueue,
 };
