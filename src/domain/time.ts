@@ -4,13 +4,36 @@ export function nowUs(): number {
   return Date.now() * 1000;
 }
 
-/** RFC 3339 in UTC; microseconds are kept when present. */
+const DAY_MS = 86_400_000;
+/** `YYYY-MM-DDT` of recent days (answers list many timestamps of a few days). */
+const dayPrefixes = new Map<number, string>();
+const pad2 = (n: number) => (n < 10 ? `0${n}` : `${n}`);
+const pad3 = (n: number) => (n < 10 ? `00${n}` : n < 100 ? `0${n}` : `${n}`);
+
+/**
+ * RFC 3339 in UTC, as Date.toISOString writes it (milliseconds always); microseconds are kept when
+ * present. The date part comes from a small cache, the time of day from arithmetic: answers format
+ * thousands of timestamps, and toISOString is the costly part.
+ */
 export function toIso(us: number): string {
   const ms = Math.floor(us / 1000);
-  const iso = new Date(ms).toISOString();
+  const day = Math.floor(ms / DAY_MS);
+  let prefix = dayPrefixes.get(day);
+  if (prefix === undefined) {
+    prefix = new Date(day * DAY_MS).toISOString().slice(0, -13);
+    if (dayPrefixes.size >= 4096) dayPrefixes.clear();
+    dayPrefixes.set(day, prefix);
+  }
+  let t = ms - day * DAY_MS;
+  const milli = t % 1000;
+  t = (t - milli) / 1000;
+  const sec = t % 60;
+  t = (t - sec) / 60;
+  const min = t % 60;
+  const hour = (t - min) / 60;
   const micros = us - ms * 1000;
-  if (micros === 0) return iso;
-  return `${iso.slice(0, 23)}${String(micros).padStart(3, '0')}Z`;
+  const frac = micros === 0 ? pad3(milli) : `${pad3(milli)}${pad3(micros)}`;
+  return `${prefix}${pad2(hour)}:${pad2(min)}:${pad2(sec)}.${frac}Z`;
 }
 
 const RFC3339 =
