@@ -743,6 +743,7 @@ export class DashboardsService {
         group: group && !group.multiValued ? group : null,
         metrics: [...specs.values()],
         textCandidates: (db, t) => this.search.textCandidates(db, t),
+        pgTextCandidates: (db, t) => this.search.pgTextCandidates(db, t),
       },
       groupLimit,
     );

@@ -228,6 +228,14 @@ export interface CellQuery {
   metrics: MetricSpec[];
   /** SQLite: trigram candidates for `contains` leaves (store/search.ts), looked up on the same connection. */
   textCandidates?: (db: Kysely<DB>, tree: FilterTree | null) => Promise<ReadonlyMap<Leaf, readonly number[]>>;
+  /**
+   * PostgreSQL: candidate ids for `contains` leaves from the text index and its queue (store/search.ts
+   * pgTextCandidates), looked up in the statements' snapshot.
+   */
+  pgTextCandidates?: (
+    db: Kysely<DB>,
+    tree: FilterTree | null,
+  ) => Promise<ReadonlyMap<Leaf, readonly string[]>>;
 }
 
 /**
@@ -369,7 +377,7 @@ export class DashboardDataRepo {
   private statement(
     q: CellQuery,
     o: { bucket: boolean; percentilesOnly: boolean; low: number; high: number },
-    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
   ) {
     const dialect = this.store.dialect;
     const specs = aggregateSpecs(q.metrics, o.percentilesOnly);
@@ -441,20 +449,26 @@ export class DashboardDataRepo {
     return { query: sql`select ${select} from records where ${this.where(q, o, candidates)}`, read };
   }
 
+  /** `candidates`: rowids (SQLite) or ids (PostgreSQL) of the records a `contains` leaf may match. */
   private where(
     q: CellQuery,
     o: { low: number; high: number },
-    candidates?: ReadonlyMap<Leaf, readonly number[]>,
+    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
   ) {
     const where = [
       sql`records.run_id = ${q.runId}`,
       sql`records.created_at >= ${o.low}`,
       sql`records.created_at < ${o.high}`,
     ];
-    if (q.tree)
-      where.push(
-        sql`${compileFilterTree(q.tree, { dialect: this.store.dialect, textCandidates: candidates })}`,
-      );
+    if (q.tree) {
+      const opts = this.pg
+        ? {
+            dialect: this.store.dialect,
+            pgTextCandidates: candidates as ReadonlyMap<Leaf, readonly string[]>,
+          }
+        : { dialect: this.store.dialect, textCandidates: candidates as ReadonlyMap<Leaf, readonly number[]> };
+      where.push(sql`${compileFilterTree(q.tree, opts)}`);
+    }
     return sql.join(where, sql` and `);
   }
 
@@ -479,17 +493,26 @@ export class DashboardDataRepo {
       };
     };
     if (this.pg) {
-      const whole = { low: q.startUs, high: q.endUs };
-      const run = async (o: { bucket: boolean; percentilesOnly: boolean }) => {
-        const { query, aggregates } = this.statement(q, { ...o, ...whole });
-        const out = new CellCollector(aggregates);
-        const names = ['b', 'g', ...aggregates];
-        for (const row of (await query.execute(this.store.db)).rows)
-          out.add(names.map((k) => (row as Record<string, unknown>)[k]));
-        return out.done();
-      };
-      const cells = await run({ bucket: true, percentilesOnly: false });
-      return finish([cells], needTotals ? await run({ bucket: false, percentilesOnly: true }) : null);
+      // One snapshot for the text candidates and the statements: a record is either queued for the
+      // text index or indexed as it is (store/search-text-pg.ts).
+      return this.store.db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const candidates = q.pgTextCandidates ? await q.pgTextCandidates(trx, q.tree) : undefined;
+          const whole = { low: q.startUs, high: q.endUs };
+          const run = async (o: { bucket: boolean; percentilesOnly: boolean }) => {
+            const { query, aggregates } = this.statement(q, { ...o, ...whole }, candidates);
+            const out = new CellCollector(aggregates);
+            const names = ['b', 'g', ...aggregates];
+            for (const row of (await query.execute(trx)).rows)
+              out.add(names.map((k) => (row as Record<string, unknown>)[k]));
+            return out.done();
+          };
+          const cells = await run({ bucket: true, percentilesOnly: false });
+          return finish([cells], needTotals ? await run({ bucket: false, percentilesOnly: true }) : null);
+        });
     }
     if (!this.readers) {
       const here = await this.cellsHere(q, { from: 0, to: q.buckets, totals: needTotals });
@@ -497,7 +520,7 @@ export class DashboardDataRepo {
     }
     // SQLite with reader threads: the buckets split between them (and the totals pass on its own),
     // off the main thread where requests and ingestion run.
-    const { textCandidates: _, ...job } = q;
+    const { textCandidates: _, pgTextCandidates: __, ...job } = q;
     const parts = Math.min(this.readers.size, q.buckets);
     const split = Array.from({ length: parts }, (_, k) => ({
       from: Math.floor((k * q.buckets) / parts),
@@ -650,7 +673,7 @@ export interface ThreadCells {
 
 /** One piece of a query for a reader thread: the query without its callback, and which buckets. */
 export interface CellJob {
-  q: Omit<CellQuery, 'textCandidates'>;
+  q: Omit<CellQuery, 'textCandidates' | 'pgTextCandidates'>;
   from: number;
   to: number;
   totals: boolean;

@@ -176,6 +176,7 @@ function makeRecords(n: number, seed: number): SeedRecord[] {
       metrics,
       user_metadata: meta,
       tags: r() < 0.5 ? ['a', pick(['x', 'y'])] : [],
+      input_text: pick(['hello world', 'Hello World!', 'the WORLD is big', 'nothing here', null]),
     });
   }
   return out;
@@ -463,6 +464,36 @@ for (const store of storesUnderTest()) {
           ],
         },
         intervalMins: 47,
+      });
+    });
+
+    // Text search through the trigram index (and, on PostgreSQL, its queue of records not yet indexed).
+    test('grouped by name, filtered by text contained in the input', async () => {
+      await check({
+        groupBy: 'name',
+        filter: {
+          or: [
+            {
+              filter: {
+                type: 'text',
+                column_id: 'input',
+                operator: 'contains',
+                value: 'world',
+                case_sensitive: false,
+              },
+            },
+            {
+              filter: {
+                type: 'text',
+                column_id: 'input',
+                operator: 'contains',
+                value: 'Hello',
+                case_sensitive: true,
+              },
+            },
+          ],
+        },
+        intervalMins: 60,
       });
     });
 
