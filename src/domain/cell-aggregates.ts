@@ -213,6 +213,8 @@ export class GroupScan {
   private readonly index = new Map<unknown, number>();
   private readonly groups: unknown[] = [];
   private readonly counts: number[] = [];
+  /** Group index of each code (a text group's place in the dictionary the reads use). */
+  private codes: number[] | null = null;
   private readonly reads: {
     bucket: number | Int32Array;
     group: Int32Array;
@@ -225,8 +227,15 @@ export class GroupScan {
     // A read (a bucket) has a few hundred distinct values at most as a rule: a small table of its
     // own finds them faster than the table of every group met.
     const local = new Map<unknown, number>();
+    const codes = this.codes;
     for (let i = 0; i < rows; i++) {
       const g = values.groups[i] ?? null;
+      if (codes !== null && typeof g === 'number') {
+        const coded = codes[g];
+        this.counts[coded]++;
+        group[i] = coded;
+        continue;
+      }
       let gi = local.get(g);
       if (gi === undefined) {
         gi = this.index.get(g);
@@ -245,6 +254,24 @@ export class GroupScan {
     this.reads.push({ bucket, group, metrics: [...values.metrics] });
   }
 
+  /** Up to `limit` text values met at least `min` times, most met first. */
+  frequent(limit: number, min: number): string[] {
+    return this.groups
+      .map((g, gi) => [g, this.counts[gi]] as const)
+      .filter(([g, n]) => typeof g === 'string' && n >= min)
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, limit)
+      .map(([g]) => g as string);
+  }
+
+  /**
+   * From now on a number among the read group values is a code: the place of a text value in
+   * `dictionary` (whose values this scan has met). Only for groups whose values are all text.
+   */
+  useCodes(dictionary: readonly string[]): void {
+    this.codes = dictionary.map((v) => this.index.get(v)!);
+  }
+
   /** Every group met, with its record count. */
   groupCounts(): { groups: unknown[]; counts: Float64Array } {
     return { groups: this.groups, counts: Float64Array.from(this.counts) };
@@ -257,39 +284,43 @@ export class GroupScan {
     const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
     let low = Number.POSITIVE_INFINITY;
     let high = Number.NEGATIVE_INFINITY;
-    // Per read, the records of shown groups.
-    const taken = this.reads.map((r) => {
-      const rows: number[] = [];
-      for (let i = 0; i < r.group.length; i++) if (placeOf[r.group[i]] >= 0) rows.push(i);
-      if (rows.length > 0) {
-        const bs = typeof r.bucket === 'number' ? [r.bucket] : rows.map((i) => (r.bucket as Int32Array)[i]);
-        for (const b of bs) {
+    let total = 0;
+    for (const r of this.reads) {
+      const fixed = typeof r.bucket === 'number';
+      let n = 0;
+      for (let i = 0; i < r.group.length; i++) {
+        if (placeOf[r.group[i]] < 0) continue;
+        n++;
+        if (!fixed) {
+          const b = (r.bucket as Int32Array)[i];
           if (b < low) low = b;
           if (b > high) high = b;
         }
       }
-      return rows;
-    });
-    const total = taken.reduce((a, rows) => a + rows.length, 0);
+      if (fixed && n > 0) {
+        low = Math.min(low, r.bucket as number);
+        high = Math.max(high, r.bucket as number);
+      }
+      total += n;
+    }
     if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
     const width = shown.length;
     const cellOf = new Int32Array(total);
     const metrics = (this.reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
     let at = 0;
-    this.reads.forEach((r, k) => {
-      const rows = taken[k];
-      for (let j = 0; j < rows.length; j++) {
-        const i = rows[j];
-        const b = typeof r.bucket === 'number' ? r.bucket : r.bucket[i];
-        cellOf[at + j] = (b - low) * width + placeOf[r.group[i]];
+    for (const r of this.reads) {
+      const fixed = typeof r.bucket === 'number' ? ((r.bucket as number) - low) * width : -1;
+      for (let i = 0; i < r.group.length; i++) {
+        const k = placeOf[r.group[i]];
+        if (k < 0) continue;
+        cellOf[at] = (fixed >= 0 ? fixed : ((r.bucket as Int32Array)[i] - low) * width) + k;
+        for (let m = 0; m < metrics.length; m++) {
+          const into = metrics[m];
+          if (into !== null) into[at] = (r.metrics[m] as Float64Array)[i];
+        }
+        at++;
       }
-      metrics.forEach((into, m) => {
-        const from = r.metrics[m];
-        if (!into || !from) return;
-        for (let j = 0; j < rows.length; j++) into[at + j] = from[rows[j]];
-      });
-      at += rows.length;
-    });
+    }
     const dense = (high - low + 1) * width;
     const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
     const columns = specs.map((spec) =>

@@ -340,6 +340,9 @@ export function aggregateSpecs(metrics: readonly MetricSpec[], percentilesOnly: 
 const LOW_MARK = -1.234567e300;
 const HIGH_MARK = -2.345678e300;
 
+/** At most this many text group values read as numbers (see valuesStatement). */
+const DICTIONARY_SIZE = 32;
+
 /** At most this many statements per query on SQLite (each covers whole buckets). */
 const MAX_CHUNKS = 400;
 
@@ -434,17 +437,23 @@ export class DashboardDataRepo {
     q: CellQuery,
     o: { bucket: boolean; low: number; high: number },
     candidates?: ReadonlyMap<Leaf, readonly number[]>,
+    dictionary: readonly string[] = [],
   ) {
     const dialect = this.store.dialect;
     const values = q.metrics.map((m) => valueExpr(m.column, m.kind, dialect));
     const read = q.metrics.flatMap((m, i) =>
       values[i].nullable || m.needs.size > 0 || m.percentiles.size > 0 ? [i] : [],
     );
-    const columns = [
-      ...(o.bucket ? [bucketExpr(q, true)] : []),
-      groupExpr(q.group!, dialect),
-      ...read.map((i) => values[i].expr),
-    ];
+    // Text groups met often come as their place in `dictionary` (a number: cheaper to write, read
+    // and look up than the text).
+    const group = groupExpr(q.group!, dialect);
+    const coded = dictionary.length
+      ? sql`case ${group} ${sql.join(
+          dictionary.map((v, k) => sql`when ${v} then ${sql.lit(k)}`),
+          sql` `,
+        )} else ${group} end`
+      : group;
+    const columns = [...(o.bucket ? [bucketExpr(q, true)] : []), coded, ...read.map((i) => values[i].expr)];
     const select = sql.join(columns.map((c) => sql`json_group_array(${c})`));
     return { query: sql`select ${select} from records where ${this.where(q, o, candidates)}`, read };
   }
@@ -601,11 +610,18 @@ export class DashboardDataRepo {
       raw.exec('begin');
       try {
         if (part.to > part.from) {
-          const compiled = query.compile(conn);
-          const lowAt = compiled.parameters.indexOf(LOW_MARK);
-          const highAt = compiled.parameters.indexOf(HIGH_MARK);
-          const stmt = raw.prepare(compiled.sql).raw(true);
-          const params = [...compiled.parameters];
+          const prepare = (built: typeof query) => {
+            const compiled = built.compile(conn);
+            return {
+              stmt: raw.prepare(compiled.sql).raw(true),
+              params: [...compiled.parameters],
+              lowAt: compiled.parameters.indexOf(LOW_MARK),
+              highAt: compiled.parameters.indexOf(HIGH_MARK),
+            };
+          };
+          let { stmt, params, lowAt, highAt } = prepare(query);
+          // A text group_by: after the first read, the values met often are read as numbers.
+          let coding = scan !== undefined && q.group?.dataType === 'text';
           for (let i = part.from; i < part.to; i += perChunk) {
             params[lowAt] = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
             params[highAt] = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
@@ -619,6 +635,20 @@ export class DashboardDataRepo {
               });
               if (scan) scan.add({ bucket, groups, metrics });
               else cells.addColumns(aggregateCells(specs, { bucket, groups, metrics }));
+              if (coding && scan && groups.length > 0) {
+                coding = false;
+                const dictionary = scan.frequent(DICTIONARY_SIZE, Math.max(2, groups.length / 200));
+                if (dictionary.length) {
+                  scan.useCodes(dictionary);
+                  const coded = this.valuesStatement(
+                    q,
+                    { bucket: !single, ...range },
+                    candidates,
+                    dictionary,
+                  );
+                  ({ stmt, params, lowAt, highAt } = prepare(coded.query));
+                }
+              }
               continue;
             }
             for (const row of stmt.all(params) as unknown[][]) {

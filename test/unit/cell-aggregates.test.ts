@@ -100,10 +100,30 @@ describe('widget cells grouped in JavaScript', () => {
         fc.array(record, { maxLength: 200 }),
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 6 }),
-        (records, pieces, limit) => {
+        fc.boolean(),
+        (generated, pieces, limit, coded) => {
+          // Codes stand only for groups whose values are all text.
+          const records = coded
+            ? generated.map((r) => ({ ...r, group: typeof r.group === 'number' ? String(r.group) : r.group }))
+            : generated;
           const scan = new GroupScan();
           const size = Math.ceil(records.length / pieces) || 1;
-          for (let at = 0; at < records.length; at += size) scan.add(input(records.slice(at, at + size)));
+          // After the first piece, text values met at least twice come as their dictionary place.
+          let dictionary: string[] | null = null;
+          for (let at = 0; at < records.length; at += size) {
+            const piece = input(records.slice(at, at + size));
+            if (dictionary) {
+              const codes = dictionary;
+              piece.groups = piece.groups.map((g) =>
+                typeof g === 'string' && codes.includes(g) ? codes.indexOf(g) : g,
+              );
+            }
+            scan.add(piece);
+            if (!dictionary && coded) {
+              dictionary = scan.frequent(2, 2);
+              scan.useCodes(dictionary);
+            }
+          }
           const { groups, counts } = scan.groupCounts();
           const byGroup = new Map(groups.map((g, i) => [g, counts[i]]));
           for (const g of new Set(records.map((r) => r.group)))
