@@ -176,8 +176,9 @@ async function httpPhase() {
     return { records, ms, peak, requests, bytes, stored, sessions, serverCpu, clientCpu };
   } finally {
     await server.stop();
+    // On PostgreSQL the data directory still holds the admin and secret keys.
     if (store === 'postgres') await dropPgSchema(pgUrl as string, schema);
-    else fs.rmSync(server.dataDir, { recursive: true, force: true });
+    fs.rmSync(server.dataDir, { recursive: true, force: true });
   }
 }
 
