@@ -7,7 +7,7 @@ import {
   RELATIVE_TIME_PATTERN,
   WIDGET_TYPES,
 } from '../domain/dashboards.ts';
-import { Nullable, Uuid } from './common.ts';
+import { AnyKeyMap, Nullable, Uuid } from './common.ts';
 
 const enumOf = <T extends string>(values: readonly T[], description?: string) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values], ...(description ? { description } : {}) });
@@ -32,12 +32,11 @@ const FilterExpression = Type.Unknown({
 
 export const WidgetTypeSchema = enumOf(WIDGET_TYPES);
 export const AggregationSchema = enumOf(AGGREGATIONS);
-const Dataset = Type.Array(
-  Type.Record(Type.String(), Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000 })),
-  {
-    maxItems: LIMIT,
-  },
-);
+// Keys are any text: Type.Record's key pattern `^(.*)$` misses keys with a line break, which
+// would be dropped (schemas/common.ts AnyKeyMap).
+const Dataset = Type.Array(AnyKeyMap(Type.Array(Type.String({ maxLength: 1000 }), { maxItems: 1000 })), {
+  maxItems: LIMIT,
+});
 
 export const DashboardParams = Type.Object({ project_id: Uuid, log_stream_id: Uuid });
 export const DashboardIdParams = Type.Object({ project_id: Uuid, log_stream_id: Uuid, dashboard_id: Uuid });
@@ -61,7 +60,7 @@ export const UpdateDashboard = Type.Object({
   name: Type.Optional(Nullable(Name)),
   description: Type.Optional(Nullable(Description)),
   interval_mins: Type.Optional(Nullable(IntervalMins)),
-  layout_map: Type.Optional(Nullable(Type.Record(Type.String(), Type.Array(Type.Integer())))),
+  layout_map: Type.Optional(Nullable(AnyKeyMap(Type.Array(Type.Integer())))),
   start_time: Type.Optional(Nullable(EpochSeconds)),
   end_time: Type.Optional(Nullable(EpochSeconds)),
   relative_time: Type.Optional(Nullable(RelativeTime)),
@@ -107,7 +106,7 @@ export const Widget = Type.Object(
     name: Type.String(),
     description: Nullable(Type.String()),
     type: Type.String(),
-    dataset: Nullable(Type.Array(Type.Record(Type.String(), Type.Array(Type.String())))),
+    dataset: Nullable(Type.Array(AnyKeyMap(Type.Array(Type.String())))),
     metric: Type.String(),
     aggregation: Type.String(),
     section_id: Nullable(Uuid),

@@ -108,6 +108,29 @@ for (const store of storesUnderTest()) {
       assert.equal(list.body[0].name, 'Mine');
     });
 
+    test('layout and dataset keys are any text, line breaks and Object.prototype names included', async () => {
+      // A log stream of its own: the other tests count this one's dashboards.
+      const own = await projectWithLogStream(s);
+      const base = `/v2/projects/${own.projectId}/log_streams/${own.logStreamId}/trends`;
+      const keys = { 'row\n1': [1], 'a\r\nb\u2028c': [2], constructor: [3], toString: [4] };
+      const d = await s.call('POST', base, { name: 'keys', layout_map: keys, interval_mins: 60 });
+      assert.equal(d.status, 200, d.text);
+      assert.deepEqual(d.body.layout_map, keys);
+      const dataset = [{ 'series\none': ['x'], constructor: ['y'] }];
+      const w = await s.call('POST', `${base}/${d.body.id}/widgets`, {
+        name: 'w',
+        type: 'line_chart',
+        metric: 'duration_ns',
+        aggregation: 'Count',
+        dataset,
+      });
+      assert.equal(w.status, 200, w.text);
+      const again = await s.call('GET', `${base}/${d.body.id}`);
+      assert.equal(again.status, 200, again.text);
+      assert.deepEqual(again.body.layout_map, keys);
+      assert.deepEqual(again.body.widgets[0].dataset, dataset);
+    });
+
     test('null leaves name, interval and layout alone and clears description, group_by, filter_tree', async () => {
       await put({
         group_by: 'model',
