@@ -20,7 +20,12 @@ export interface CellColumns {
   values: Float64Array[];
 }
 
-/** One cell as an object: `b`, `g`, and its aggregates by name (see store/dashboards.ts). */
+/**
+ * One cell as an object: `b` the bucket index (-1 in totals), `g` the group value (null without
+ * group_by), `n` the matching records, and per metric `<key>_n` (records with a value),
+ * `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`, `<key>_p<percent>` (store/dashboards.ts
+ * aggregateSpecs).
+ */
 export type CellRow = { b: number; g: unknown; n: number } & Record<string, unknown>;
 
 /** The aggregate a column holds as a number or null (SQLite integers, PostgreSQL numeric text). */

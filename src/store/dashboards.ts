@@ -238,14 +238,6 @@ export interface CellQuery {
   ) => Promise<ReadonlyMap<Leaf, readonly string[]>>;
 }
 
-/**
- * The aggregates of a (bucket, group) cell (domain/cell-columns.ts): `b` the bucket index (-1 in
- * totals), `g` the group value (null without group_by), `n` the matching records, and per metric
- * `<key>_n` (records with a value), `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`,
- * `<key>_p<percent>`.
- */
-export type { CellRow };
-
 /** Scalar columns of `records` that are never NULL. */
 const NOT_NULL = new Set(['id', 'type', 'name', 'created_at', 'updated_at', 'is_complete', 'num_children']);
 

@@ -358,21 +358,31 @@ export class SearchRepo {
   async pageBodyHere(q: RecordSearch, page: PageFormat): Promise<Buffer> {
     if (this.store.dialect === 'postgres')
       return Buffer.from(searchPageJson(await this.pageRowsHere(q), page));
+    return this.withPageRowids(q, (rowids) => {
+      const more = rowids.length > page.limit;
+      const rows = this.pageJsonRows(more ? rowids.slice(0, page.limit) : rowids, page.includeCounts);
+      return pageBody(
+        rows.map((r) => r.j as Uint8Array),
+        rows.length ? rows[rows.length - 1].id : null,
+        more,
+        page,
+      );
+    });
+  }
+
+  /**
+   * SQLite: `read` given the page's rowids, in one read transaction (candidates, rowids and what
+   * `read` reads come from one snapshot). The connection is held throughout (as ingestion holds it
+   * for its statements on the handle); the statements run on the handle directly, prepared once.
+   */
+  private withPageRowids<T>(q: RecordSearch, read: (rowids: number[]) => T): Promise<T> {
     const h = this.store.sqlite!;
     return this.store.db.connection().execute(async (conn) => {
       h.exec('begin');
       try {
         const candidates = await this.textCandidates(conn, q.tree, q.types);
         const compiled = this.rowidQuery(conn, q, candidates).compile();
-        const rowids = this.prepared(compiled.sql, true).all(compiled.parameters) as number[];
-        const more = rowids.length > page.limit;
-        const rows = this.pageJsonRows(more ? rowids.slice(0, page.limit) : rowids, page.includeCounts);
-        return pageBody(
-          rows.map((r) => r.j as Uint8Array),
-          rows.length ? rows[rows.length - 1].id : null,
-          more,
-          page,
-        );
+        return read(this.prepared(compiled.sql, true).all(compiled.parameters) as number[]);
       } finally {
         if (h.inTransaction) h.exec('commit');
       }
@@ -414,25 +424,13 @@ export class SearchRepo {
    */
   async pageRowsHere(q: RecordSearch): Promise<(RecordRowRead & { __rid?: number })[]> {
     if (this.store.dialect === 'postgres') return this.pgPageRows(q);
-    const h = this.store.sqlite!;
-    // One read transaction: candidates, the page's rowids and its rows come from one snapshot. The
-    // connection is held throughout (as ingestion holds it for its statements on the handle); the
-    // page's two statements run on the handle directly, prepared once.
-    return this.store.db.connection().execute(async (conn) => {
-      h.exec('begin');
-      try {
-        const candidates = await this.textCandidates(conn, q.tree, q.types);
-        const compiled = this.rowidQuery(conn, q, candidates).compile();
-        const rowids = this.prepared(compiled.sql, true).all(compiled.parameters) as number[];
-        if (!rowids.length) return [];
-        const rows = this.prepared(ROWS_BY_ROWID, false).all(JSON.stringify(rowids)) as (RecordRowRead & {
-          __rid: number;
-        })[];
-        const byRowid = new Map(rows.map((r) => [r.__rid, r]));
-        return rowids.flatMap((rid) => byRowid.get(rid) ?? []);
-      } finally {
-        if (h.inTransaction) h.exec('commit');
-      }
+    return this.withPageRowids(q, (rowids) => {
+      if (!rowids.length) return [];
+      const rows = this.prepared(ROWS_BY_ROWID, false).all(JSON.stringify(rowids)) as (RecordRowRead & {
+        __rid: number;
+      })[];
+      const byRowid = new Map(rows.map((r) => [r.__rid, r]));
+      return rowids.flatMap((rid) => byRowid.get(rid) ?? []);
     });
   }
 
