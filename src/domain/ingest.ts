@@ -276,7 +276,8 @@ function metadata(c: Checker, o: Obj, key: string, loc: Loc): Record<string, Sca
   const out: Record<string, Scalar> = {};
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined || !keyFits(c, k, [...loc, key, k])) continue;
+    if (x === null || x === undefined || (k.length > MAX_KEY_LENGTH && !keyFits(c, k, [...loc, key, k])))
+      continue;
     if (typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))) {
       setKey(out, k, x);
     } else {
@@ -391,7 +392,7 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
   const ml = at(loc, 'metrics');
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined || !keyFits(c, k, at(ml, k))) continue;
+    if (x === null || x === undefined || (k.length > MAX_KEY_LENGTH && !keyFits(c, k, at(ml, k)))) continue;
     if ((PROMOTED_METRICS as readonly string[]).includes(k)) {
       const n = int(c, v, k, ml, NON_NEGATIVE);
       if (typeof n === 'number') out[k] = n;

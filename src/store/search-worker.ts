@@ -8,9 +8,9 @@
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './db.ts';
-import { SearchRepo } from './search.ts';
 import { attachTextIndex, indexQueued } from './search-text.ts';
 import type { PageFormat } from '../services/search-page.ts';
+import type { SearchRepo } from './search.ts';
 
 const { file, role } = workerData as { file: string; role: 'reader' | 'indexer' };
 const store = openSqlite(file);
@@ -26,7 +26,7 @@ if (role === 'reader') {
   store.sqlite!.pragma('cache_size = -8192');
 }
 if (role === 'indexer') runIndexer();
-else serveSearches();
+else await serveSearches();
 
 /** The text indexer: indexes queued records in slices, polling while the queue is empty. */
 function runIndexer() {
@@ -65,8 +65,9 @@ function runIndexer() {
   tick();
 }
 
-function serveSearches() {
-  const repo = new SearchRepo(store, { readers: 0 });
+async function serveSearches() {
+  // Loaded here only: the indexer thread needs none of the query engine (less memory per thread).
+  const repo: SearchRepo = new (await import('./search.ts')).SearchRepo(store, { readers: 0 });
   parentPort!.on(
     'message',
     async (msg: { id: number; query: any; candidateCap: number; page?: PageFormat }) => {

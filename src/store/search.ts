@@ -664,12 +664,20 @@ interface Reader {
 }
 
 /** A search thread (search-worker.ts) on the database file: a `reader` or the `indexer`. */
+/**
+ * The indexer handles a few hundred short rows at a time: a small young generation is enough for it,
+ * and V8's default (16 MiB semi-spaces) would add about 24 MiB to the server's resident memory while
+ * ingestion runs.
+ */
+const INDEXER_LIMITS = { maxYoungGenerationSizeMb: 4 };
+
 function spawnSearchWorker(file: string, role: 'reader' | 'indexer'): Worker {
   const boot = readerBootstrap();
   const workerData = { file, role };
+  const resourceLimits = role === 'indexer' ? INDEXER_LIMITS : undefined;
   return 'code' in boot
-    ? new Worker(boot.code, { eval: true, workerData })
-    : new Worker(boot.url, { workerData });
+    ? new Worker(boot.code, { eval: true, workerData, resourceLimits })
+    : new Worker(boot.url, { workerData, resourceLimits });
 }
 
 /** The code that starts a search thread: under tsx (TypeScript sources) it registers tsx first. */
