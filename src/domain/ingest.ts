@@ -160,10 +160,13 @@ export const MAX_EXTERNAL_ID_LENGTH = 512;
 /** Longest metadata or metric key: keys are indexed in the column catalogue, as external ids are. */
 export const MAX_KEY_LENGTH = 512;
 
-/** False (and a 422 item) when a metadata or metric key is too long to index. */
-function keyFits(c: Checker, k: string, loc: Loc): boolean {
+/**
+ * False (and a 422 item) when a metadata or metric key is too long to index. The item's location is
+ * built only then: this runs for every key of every record.
+ */
+function keyFits(c: Checker, k: string, loc: () => Loc): boolean {
   if (k.length <= MAX_KEY_LENGTH) return true;
-  c.fail(loc, 'value_error', `Keys should have at most ${MAX_KEY_LENGTH} characters`, k.slice(0, 64), {
+  c.fail(loc(), 'value_error', `Keys should have at most ${MAX_KEY_LENGTH} characters`, k.slice(0, 64), {
     max_length: MAX_KEY_LENGTH,
   });
   return false;
@@ -276,8 +279,7 @@ function metadata(c: Checker, o: Obj, key: string, loc: Loc): Record<string, Sca
   const out: Record<string, Scalar> = {};
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined || (k.length > MAX_KEY_LENGTH && !keyFits(c, k, [...loc, key, k])))
-      continue;
+    if (x === null || x === undefined || !keyFits(c, k, () => [...loc, key, k])) continue;
     if (typeof x === 'string' || typeof x === 'boolean' || (typeof x === 'number' && Number.isFinite(x))) {
       setKey(out, k, x);
     } else {
@@ -392,7 +394,7 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
   const ml = at(loc, 'metrics');
   for (const k in v) {
     const x = v[k];
-    if (x === null || x === undefined || (k.length > MAX_KEY_LENGTH && !keyFits(c, k, at(ml, k)))) continue;
+    if (x === null || x === undefined || !keyFits(c, k, () => at(ml, k))) continue;
     if ((PROMOTED_METRICS as readonly string[]).includes(k)) {
       const n = int(c, v, k, ml, NON_NEGATIVE);
       if (typeof n === 'number') out[k] = n;

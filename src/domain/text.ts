@@ -42,7 +42,8 @@ export function storableValue<T>(value: T): T {
  * surrogates), so a body without such an escape is skipped without walking it.
  */
 export function jsonMayNeedCleaning(text: string): boolean {
-  // indexOf first: most bodies hold no escape at all, and it is 30 times quicker than the pattern.
+  // A plain substring search first: most bodies hold no `\u` at all, and it is about 30 times
+  // quicker than the pattern.
   return text.includes('\\u') && /\\u(?:0000|d[89a-f])/i.test(text);
 }
 

@@ -66,8 +66,8 @@ export function installErrorHandling(app: FastifyInstance): void {
     // As a Buffer, decoded once: `parseAs: 'string'` decodes each chunk and joins the pieces, which
     // then has to be flattened again (about 1.5 ms more per 2 MB ingest batch).
     { parseAs: 'buffer' },
-    (req: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => {
-      const text = typeof body === 'string' ? body : body.toString('utf8');
+    (req: FastifyRequest, body: Buffer, done: (err: Error | null, body?: unknown) => void) => {
+      const text = body.toString('utf8');
       if (text.trim() === '') return done(null, undefined);
       const deep = tooDeepAt(text);
       if (deep >= 0) {

@@ -663,7 +663,6 @@ interface Reader {
   jobs: Map<number, Job>;
 }
 
-/** A search thread (search-worker.ts) on the database file: a `reader` or the `indexer`. */
 /**
  * The indexer handles a few hundred short rows at a time: a small young generation is enough for it,
  * and V8's default (16 MiB semi-spaces) would add about 24 MiB to the server's resident memory while
@@ -671,6 +670,7 @@ interface Reader {
  */
 const INDEXER_LIMITS = { maxYoungGenerationSizeMb: 4 };
 
+/** A search thread (search-worker.ts) on the database file: a `reader` or the `indexer`. */
 function spawnSearchWorker(file: string, role: 'reader' | 'indexer'): Worker {
   const boot = readerBootstrap();
   const workerData = { file, role };
