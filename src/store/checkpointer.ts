@@ -7,9 +7,17 @@
  * lock, so the writer keeps appending meanwhile, and once a checkpoint has copied everything the
  * writer's next transaction starts the WAL from the beginning again.
  *
- * The writer keeps a high auto-checkpoint threshold as a safety net (should this thread stall or die,
- * the WAL still stops growing at about that size). Durability is unchanged: a commit is acknowledged
- * once in the WAL, as before; a checkpoint only copies committed pages.
+ * While the WAL keeps changing the thread checks again after 2 ms rather than 100, so that under
+ * sustained ingestion a checkpoint starts right after each commit and often finishes before the next.
+ *
+ * The writer keeps a high auto-checkpoint threshold as a safety net (should this thread stall, die or
+ * fall behind, the WAL still stops growing at about that size, 512 MiB). Under sustained ingestion
+ * past a few hundred thousand records the WAL does reach it at times, and each time the writer
+ * copies what is left and syncs the file inline. At the former 64 MiB that happened every few
+ * batches: measured over 1,000,000 records posted by bench:ingest, 9% of the main thread's CPU and
+ * its syncs; raising it and checking every 2 ms took the rate from 13,100–13,500 to 14,800–15,300
+ * records/s and the server's CPU from 115–118 to 106–108 µs per record. Durability is unchanged: a
+ * commit is acknowledged once in the WAL, as before; a checkpoint only copies committed pages.
  *
  * The thread is plain JavaScript evaluated from a string (no TypeScript loader): it needs only
  * better-sqlite3 and a timer, and stays small.
@@ -17,8 +25,8 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 
-/** Pages the writer lets the WAL reach before it checkpoints itself (safety net). */
-export const WRITER_AUTOCHECKPOINT_PAGES = 8192;
+/** Pages (8 KiB) the writer lets the WAL reach before it checkpoints itself (safety net). */
+export const WRITER_AUTOCHECKPOINT_PAGES = 65536;
 
 const CODE = `
 const { workerData } = require('node:worker_threads');
@@ -30,17 +38,19 @@ db.pragma('cache_size = 16');
 const wal = workerData.file + '-wal';
 let seen = '';
 const tick = () => {
+  let active = false;
   try {
     const st = fs.statSync(wal, { throwIfNoEntry: false });
     const mark = st ? st.size + ':' + st.mtimeMs : '';
     if (st && mark !== seen) {
       db.pragma('wal_checkpoint(PASSIVE)');
       seen = mark;
+      active = true;
     }
   } catch {
     // Busy (another checkpoint) or a transient fault: try again on the next tick.
   }
-  setTimeout(tick, workerData.intervalMs);
+  setTimeout(tick, active ? workerData.busyIntervalMs : workerData.intervalMs);
 };
 tick();
 `;
@@ -49,10 +59,13 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-/** Starts the checkpoint thread for a database file (in WAL mode). */
-export function startCheckpointer(file: string, intervalMs = 100): Checkpointer {
+/**
+ * Starts the checkpoint thread for a database file (in WAL mode): checks the WAL every `intervalMs`,
+ * or every `busyIntervalMs` after one that found it changed.
+ */
+export function startCheckpointer(file: string, intervalMs = 100, busyIntervalMs = 2): Checkpointer {
   const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-  const worker = new Worker(CODE, { eval: true, workerData: { file, driver, intervalMs } });
+  const worker = new Worker(CODE, { eval: true, workerData: { file, driver, intervalMs, busyIntervalMs } });
   worker.unref();
   // A thread that fails leaves the writer's own auto-checkpoint in charge.
   worker.on('error', () => {});
