@@ -360,7 +360,10 @@ async function timePair(
   f: () => Promise<unknown>,
   g: () => Promise<unknown>,
 ): Promise<[number[], number[]]> {
-  for (let i = 0; i < Math.min(5, n); i++) {
+  // Warm-up: at least 50 rounds and a second, so that the main thread, the reader thread and
+  // SQLite's caches are past their start (5 rounds left the first query's figures mostly cold).
+  const warmUntil = performance.now() + 1000;
+  for (let i = 0; i < 50 || performance.now() < warmUntil; i++) {
     await f();
     await g();
   }
