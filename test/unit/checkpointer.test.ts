@@ -1,0 +1,42 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { WRITER_AUTOCHECKPOINT_PAGES } from '../../src/store/checkpointer.ts';
+import { openSqlite } from '../../src/store/db.ts';
+
+/** Polls `check` every 10 ms until it is true or `ms` have passed; answers whether it became true. */
+async function within(ms: number, check: () => boolean): Promise<boolean> {
+  const until = Date.now() + ms;
+  while (Date.now() < until) {
+    if (check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return check();
+}
+
+test('the checkpoint thread copies committed pages into the database file, off the writer', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'db.sqlite');
+  const store = openSqlite(file, { checkpointer: true });
+  t.after(() => store.close());
+  store.migrated?.();
+  const h = store.sqlite!;
+  // The writer's own checkpoint is only a safety net far above what this test writes.
+  assert.equal(h.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
+  h.exec('create table t (v blob)');
+  const before = fs.statSync(file).size;
+  // About 4 MiB in a few commits: far below the safety net, so only the thread can move it.
+  const insert = h.prepare('insert into t (v) values (randomblob(4096))');
+  for (let i = 0; i < 4; i++)
+    h.transaction(() => {
+      for (let j = 0; j < 256; j++) insert.run();
+    })();
+  assert.ok(fs.statSync(`${file}-wal`).size > 4 * 1024 * 1024, 'the commits are in the WAL');
+  assert.ok(
+    await within(5000, () => fs.statSync(file).size >= before + 4 * 1024 * 1024),
+    'the database file grew by what was committed, with no checkpoint run by the writer',
+  );
+});
