@@ -33,6 +33,16 @@ export interface CompileOptions {
   pgTextCandidates?: ReadonlyMap<Leaf, readonly string[]>;
 }
 
+/** Text candidates of either store: rowids (SQLite) or record ids (PostgreSQL). */
+export type TextCandidates = ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>;
+
+/** Compile options with the text candidates the store looked up, under the option of its dialect. */
+export function candidateOptions(dialect: Dialect, candidates?: TextCandidates): CompileOptions {
+  return dialect === 'postgres'
+    ? { dialect, pgTextCandidates: candidates as ReadonlyMap<Leaf, readonly string[]> | undefined }
+    : { dialect, textCandidates: candidates as ReadonlyMap<Leaf, readonly number[]> | undefined };
+}
+
 /** Scalar columns that are NOT NULL in `records` (a value is never missing). */
 const NOT_NULL = new Set<ScalarColumn>([
   'id',

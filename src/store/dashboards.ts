@@ -17,7 +17,7 @@ import {
   rowsOf,
 } from '../domain/cell-columns.ts';
 import { sqlitePercentileFraction } from '../domain/dashboards.ts';
-import { compileFilterTree } from '../query/compile.ts';
+import { type TextCandidates, candidateOptions, compileFilterTree } from '../query/compile.ts';
 import type { ColumnDef } from '../query/columns.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import type { Dialect, Store } from './db.ts';
@@ -372,7 +372,7 @@ export class DashboardDataRepo {
   private statement(
     q: CellQuery,
     o: { bucket: boolean; percentilesOnly: boolean; low: number; high: number },
-    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
+    candidates?: TextCandidates,
   ) {
     const dialect = this.store.dialect;
     const specs = aggregateSpecs(q.metrics, o.percentilesOnly);
@@ -451,25 +451,14 @@ export class DashboardDataRepo {
   }
 
   /** `candidates`: rowids (SQLite) or ids (PostgreSQL) of the records a `contains` leaf may match. */
-  private where(
-    q: CellQuery,
-    o: { low: number; high: number },
-    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
-  ) {
+  private where(q: CellQuery, o: { low: number; high: number }, candidates?: TextCandidates) {
     const where = [
       sql`records.run_id = ${q.runId}`,
       sql`records.created_at >= ${o.low}`,
       sql`records.created_at < ${o.high}`,
     ];
-    if (q.tree) {
-      const opts = this.pg
-        ? {
-            dialect: this.store.dialect,
-            pgTextCandidates: candidates as ReadonlyMap<Leaf, readonly string[]>,
-          }
-        : { dialect: this.store.dialect, textCandidates: candidates as ReadonlyMap<Leaf, readonly number[]> };
-      where.push(sql`${compileFilterTree(q.tree, opts)}`);
-    }
+    if (q.tree)
+      where.push(sql`${compileFilterTree(q.tree, candidateOptions(this.store.dialect, candidates))}`);
     return sql.join(where, sql` and `);
   }
 

@@ -307,10 +307,10 @@ class PgIngest implements IngestStore {
   private readonly updateSql =
     `update records set ${MUTABLE.map((c, i) => `${c} = $${i + 1}`).join(', ')} where id = $${MUTABLE.length + 1}`;
 
-  private readonly pool: pg.Pool;
+  constructor(private readonly store: Store) {}
 
-  constructor(private readonly store: Store) {
-    this.pool = store.pool as pg.Pool;
+  private get pool(): pg.Pool {
+    return this.store.pool as pg.Pool;
   }
 
   private insertStatement(n: number): string {

@@ -8,7 +8,13 @@ import type SQLite from 'better-sqlite3';
 import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely';
 import type { Leaf } from '../query/filters.ts';
 import { type FilterTree, leavesOf } from '../query/filters.ts';
-import { compileFilterTree, compileSort, likeContains } from '../query/compile.ts';
+import {
+  type TextCandidates,
+  candidateOptions,
+  compileFilterTree,
+  compileSort,
+  likeContains,
+} from '../query/compile.ts';
 import type { SortSpec } from '../query/sorts.ts';
 import type { Store } from './db.ts';
 import {
@@ -128,7 +134,7 @@ export class SearchRepo {
   pageQuery(
     db: Kysely<DB>,
     q: RecordSearch,
-    textCandidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
+    textCandidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', RecordRowRead> {
     return this.filtered(db.selectFrom('records').selectAll('records') as any, q, textCandidates);
   }
@@ -153,14 +159,10 @@ export class SearchRepo {
   private filtered<O>(
     base: SelectQueryBuilder<DB, 'records', O>,
     q: RecordSearch,
-    candidates?: ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>,
+    candidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', O> {
-    const pg = this.store.dialect === 'postgres';
-    const textCandidates = pg ? undefined : (candidates as ReadonlyMap<Leaf, readonly number[]> | undefined);
-    const pgTextCandidates = pg
-      ? (candidates as ReadonlyMap<Leaf, readonly string[]> | undefined)
-      : undefined;
-    const opts = { dialect: this.store.dialect, textCandidates, pgTextCandidates };
+    const opts = candidateOptions(this.store.dialect, candidates);
+    const { textCandidates } = opts;
     let query = base;
     // A rare text term (few candidate rowids, in a leaf every match must satisfy) reads its
     // candidates directly instead of walking the run's records in sort order; the unary `+` keeps
