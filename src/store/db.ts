@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { type Checkpointer, WRITER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.ts';
@@ -73,7 +73,7 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}):
     handle.pragma('journal_size_limit = 67108864');
     checkpointer = startCheckpointer(file);
   };
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: handle }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });
   return {
     db,
     dialect: 'sqlite',
@@ -84,6 +84,32 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}):
     async close() {
       await checkpointer?.stop();
       await db.destroy();
+    },
+  };
+}
+
+/** Prepared statements kept per connection for Kysely's queries (their SQL text is the key). */
+const KYSELY_STATEMENTS = 256;
+
+/**
+ * The handle as Kysely's SQLite driver sees it, with its statements prepared once: the driver
+ * prepares every query it runs, which costs more than running the small ones (an API key check, a
+ * project's run) and was a third of a cheap request's server time. A statement is only ever run to
+ * completion (`all`, `run`) on this one connection, so reusing it is safe; SQLite re-prepares it
+ * itself after a schema change. The oldest entries go first once the cache is full.
+ */
+function cachingStatements(handle: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    close: () => handle.close(),
+    prepare(text: string) {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        if (cache.size >= KYSELY_STATEMENTS) cache.delete(cache.keys().next().value as string);
+        stmt = handle.prepare(text);
+        cache.set(text, stmt);
+      }
+      return stmt;
     },
   };
 }
