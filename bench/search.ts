@@ -486,18 +486,19 @@ async function main() {
   // nothing more (no fetch machinery, no JSON parse: those are the client's costs, not the API's).
   // The body is parsed after the timing.
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const post = (url: string, body: unknown, retried = false): Promise<Buffer> => {
-    const text = JSON.stringify(body);
+  const send = (method: string, url: string, body?: unknown, retried = false): Promise<Buffer> => {
+    const text = body === undefined ? '' : JSON.stringify(body);
     return new Promise<Buffer>((resolve, reject) => {
       const req = http.request(
         base + url,
         {
-          method: 'POST',
+          method,
           agent,
           headers: {
             'service-api-key': key,
-            'content-type': 'application/json',
-            'content-length': Buffer.byteLength(text),
+            ...(body === undefined
+              ? {}
+              : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) }),
           },
         },
         (res) => {
@@ -505,17 +506,18 @@ async function main() {
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
             const out = Buffer.concat(chunks);
-            if (res.statusCode !== 200) reject(new Error(`POST ${url} → ${res.statusCode} ${out}`));
+            if (res.statusCode !== 200) reject(new Error(`${method} ${url} → ${res.statusCode} ${out}`));
             else resolve(out);
           });
           res.on('error', reject);
         },
       );
       // A kept-alive connection the server closed while idle: once more.
-      req.on('error', (err) => (retried ? reject(err) : resolve(post(url, body, true))));
+      req.on('error', (err) => (retried ? reject(err) : resolve(send(method, url, body, true))));
       req.end(text);
     });
   };
+  const post = (url: string, body: unknown) => send('POST', url, body);
 
   console.log(`search benchmark [${STORE}], ${SESSIONS * 10} records (${SESSIONS} sessions), port ${PORT}`);
   let projectId: string;
@@ -584,6 +586,21 @@ async function main() {
     );
     results.push({ query: q.name, api: a, raw: b, rows, limitMs: limit, ok });
   }
+
+  // The floor under every API figure: a round trip to a route that reads nothing (the health check),
+  // with the same client. What an API figure has above it is the search's own cost.
+  const floor: number[] = [];
+  for (let i = 0; i < 200; i++) await send('GET', '/v2/healthcheck');
+  for (let i = 0; i < ITER; i++) {
+    const t = performance.now();
+    await send('GET', '/v2/healthcheck');
+    floor.push(performance.now() - t);
+  }
+  const f = stats(floor);
+  console.log(
+    `  ${'HTTP floor (GET /v2/healthcheck)'.padEnd(30)} ${fmt(f.p50)} ${fmt(f.p95)} ${fmt(f.p99)} │ the round trip alone, same client`,
+  );
+  results.push({ query: 'HTTP floor', api: f });
 
   // Searches while records are written: writes must never fail and should not wait long.
   const seconds = Number(args['write-seconds']);
