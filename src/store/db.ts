@@ -4,7 +4,13 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import { type Checkpointer, WRITER_AUTOCHECKPOINT_PAGES, startCheckpointer } from './checkpointer.ts';
+import {
+  type Checkpointer,
+  type CheckpointerOptions,
+  WRITER_AUTOCHECKPOINT_PAGES,
+  WRITER_JOURNAL_SIZE_LIMIT,
+  startCheckpointer,
+} from './checkpointer.ts';
 import type { DB } from './tables.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -42,9 +48,10 @@ export function openStore(config: Config): Store {
 
 /**
  * `checkpointer`: the process's main (writer) connection, whose WAL checkpoints then run on a thread
- * of their own (store/checkpointer.ts) instead of inside the commits of requests.
+ * of their own (store/checkpointer.ts) instead of inside the commits of requests (options: its timing).
  */
-export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}): Store {
+export function openSqlite(file: string, opts: { checkpointer?: boolean | CheckpointerOptions } = {}): Store {
+  const checkpointerOptions = typeof opts.checkpointer === 'object' ? opts.checkpointer : {};
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
   // An acknowledged write survives a process crash with WAL + NORMAL.
@@ -69,9 +76,10 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean } = {}):
     // hundred thousand records they outgrow any cache a 500 MB process can afford, and a page missed
     // here is read from the operating system's cache. 32 MiB keeps the server's peak RSS bounded.
     handle.pragma('cache_size = -32768');
-    // After the WAL starts over, its file is cut back to this size (disk use stays bounded).
-    handle.pragma('journal_size_limit = 67108864');
-    checkpointer = startCheckpointer(file);
+    // The WAL file keeps its size (up to the safety net's) when it starts over, and the checkpoint
+    // thread truncates it once writes stop (store/checkpointer.ts).
+    handle.pragma(`journal_size_limit = ${WRITER_JOURNAL_SIZE_LIMIT}`);
+    checkpointer = startCheckpointer(file, checkpointerOptions);
   };
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });
   return {

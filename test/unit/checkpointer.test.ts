@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { WRITER_AUTOCHECKPOINT_PAGES } from '../../src/store/checkpointer.ts';
+import { WRITER_AUTOCHECKPOINT_PAGES, WRITER_JOURNAL_SIZE_LIMIT } from '../../src/store/checkpointer.ts';
 import { openSqlite } from '../../src/store/db.ts';
 
 /** Polls `check` every 10 ms until it is true or `ms` have passed; answers whether it became true. */
@@ -39,4 +39,37 @@ test('the checkpoint thread copies committed pages into the database file, off t
     await within(5000, () => fs.statSync(file).size >= before + 4 * 1024 * 1024),
     'the database file grew by what was committed, with no checkpoint run by the writer',
   );
+});
+
+test('the WAL keeps its file while writes go on and is truncated once they stop', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'db.sqlite');
+  const store = openSqlite(file, { checkpointer: { idleMs: 300 } });
+  t.after(() => store.close());
+  store.migrated?.();
+  const h = store.sqlite!;
+  assert.equal(h.pragma('journal_size_limit', { simple: true }), WRITER_JOURNAL_SIZE_LIMIT);
+  h.exec('create table t (v blob)');
+  const insert = h.prepare('insert into t (v) values (randomblob(4096))');
+  const wal = `${file}-wal`;
+  const write = () =>
+    h.transaction(() => {
+      for (let j = 0; j < 64; j++) insert.run();
+    })();
+  // Writes every 50 ms for a second: never quiet for 300 ms, so the file is never cut.
+  let smallest = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 20; i++) {
+    write();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    smallest = Math.min(smallest, fs.statSync(wal).size);
+  }
+  assert.ok(smallest > 0, 'the WAL file was not truncated while writes went on');
+  assert.ok(
+    await within(5000, () => fs.statSync(wal).size === 0),
+    'the WAL file is truncated once writes stop',
+  );
+  assert.equal(h.prepare('select count(*) from t').pluck().get(), 20 * 64);
+  write();
+  assert.equal(h.prepare('select count(*) from t').pluck().get(), 21 * 64, 'writes go on after');
 });
