@@ -128,7 +128,6 @@ export async function call(
   server: { url: string; key: string },
   method: string,
   route: string,
-  /** JSON text or bytes as they are, or a value to stringify. */
   body?: unknown,
 ): Promise<{ status: number; body: any }> {
   const r = await fetch(`${server.url}${route}`, {
@@ -137,12 +136,7 @@ export async function call(
       'service-api-key': server.key,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     },
-    body:
-      body === undefined
-        ? undefined
-        : typeof body === 'string' || Buffer.isBuffer(body)
-          ? body
-          : JSON.stringify(body),
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
   });
   const text = await r.text();
   let parsed: any = text;

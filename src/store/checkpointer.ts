@@ -23,9 +23,10 @@
  * safety net): after a checkpoint the writer starts again at the beginning of the file and overwrites
  * it, which costs the kernel less than growing it again from a cut-back 64 MiB (600,000 records posted
  * by bench:ingest: 17,000–17,700 → 18,500–19,400 records/s, server CPU 99–103 → 92–95 µs per record).
- * Once no write has come for `idleMs` (10 s), this thread truncates the WAL to nothing (a TRUNCATE
- * checkpoint: it waits for no one, and on SQLITE_BUSY simply tries again later), so an idle
- * database takes no more disk than its data.
+ * Once no write has come for `idleMs` (10 s), this thread truncates the WAL to nothing with a
+ * TRUNCATE checkpoint, so an idle database takes no more disk than its data. Its connection has no
+ * busy timeout: when a writer or reader is in the way it gets SQLITE_BUSY at once and tries again on a
+ * later tick; a write that comes while it runs (a sync and a truncate) waits for it.
  *
  * The thread is plain JavaScript evaluated from a string (no TypeScript loader): it needs only
  * better-sqlite3 and a timer, and stays small.

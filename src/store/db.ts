@@ -76,7 +76,7 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
     // hundred thousand records they outgrow any cache a 500 MB process can afford, and a page missed
     // here is read from the operating system's cache. 32 MiB keeps the server's peak RSS bounded.
     handle.pragma('cache_size = -32768');
-    // The WAL file keeps its size (up to the safety net's) when it starts over, and the checkpoint
+    // The WAL file keeps its size (up to twice the safety net) when it starts over, and the checkpoint
     // thread truncates it once writes stop (store/checkpointer.ts).
     handle.pragma(`journal_size_limit = ${WRITER_JOURNAL_SIZE_LIMIT}`);
     checkpointer = startCheckpointer(file, checkpointerOptions);
@@ -101,10 +101,10 @@ const KYSELY_STATEMENTS = 256;
 
 /**
  * The handle as Kysely's SQLite driver sees it, with its statements prepared once: the driver
- * prepares every query it runs, which costs more than running the small ones (an API key check, a
- * project's run) and was a third of a cheap request's server time. A statement is only ever run to
- * completion (`all`, `run`) on this one connection, so reusing it is safe; SQLite re-prepares it
- * itself after a schema change. The oldest entries go first once the cache is full.
+ * prepares every query it runs, which for small queries costs about as much as running them
+ * (available columns: 0.336 → 0.305 ms p50 with this cache). Kysely runs each statement to completion
+ * (`all`, `run`; nothing here streams) on this one connection, so reusing it is safe; SQLite
+ * re-prepares it itself after a schema change. The oldest entries go first once the cache is full.
  */
 function cachingStatements(handle: SQLite.Database): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>();
