@@ -50,6 +50,8 @@ const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.file, { fileMustExist: true });
 db.pragma('synchronous = NORMAL');
 db.pragma('cache_size = 16');
+// Never wait: a TRUNCATE checkpoint holds the write lock while it waits for readers.
+db.pragma('busy_timeout = 0');
 const wal = workerData.file + '-wal';
 let seen = '';
 let changedAt = Date.now();

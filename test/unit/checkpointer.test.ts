@@ -73,3 +73,26 @@ test('the WAL keeps its file while writes go on and is truncated once they stop'
   write();
   assert.equal(h.prepare('select count(*) from t').pluck().get(), 21 * 64, 'writes go on after');
 });
+
+test('truncating the WAL never holds a write back while a reader keeps an older snapshot', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'db.sqlite');
+  const store = openSqlite(file, { checkpointer: { idleMs: 100 } });
+  t.after(() => store.close());
+  store.migrated?.();
+  const h = store.sqlite!;
+  h.exec('create table t (v blob)');
+  h.prepare('insert into t (v) values (randomblob(4096))').run();
+  // A reader holds a snapshot that needs the WAL: the truncation cannot finish while it is open.
+  const reader = openSqlite(file);
+  t.after(() => reader.close());
+  reader.sqlite!.exec('begin');
+  reader.sqlite!.prepare('select count(*) from t').pluck().get();
+  h.prepare('insert into t (v) values (randomblob(4096))').run();
+  await new Promise((resolve) => setTimeout(resolve, 600)); // idle: truncation attempts go on
+  const started = Date.now();
+  h.prepare('insert into t (v) values (randomblob(4096))').run();
+  assert.ok(Date.now() - started < 1000, `the write waited ${Date.now() - started} ms`);
+  reader.sqlite!.exec('commit');
+});
