@@ -161,9 +161,10 @@ export class SearchService {
     readonly indexer: TextIndexer,
   ) {}
 
-  /** Starts the background work of search (the SQLite text indexer). */
+  /** Starts the background work of search: the SQLite text indexer, and a reader thread when there are records. */
   start(): void {
     this.indexer.start();
+    this.repo.warmReaders();
   }
 
   /** Stops the text indexer and the reader threads. */
