@@ -3,7 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { WRITER_AUTOCHECKPOINT_PAGES, WRITER_JOURNAL_SIZE_LIMIT } from '../../src/store/checkpointer.ts';
+import {
+  type CheckpointerOptions,
+  WRITER_AUTOCHECKPOINT_PAGES,
+  WRITER_JOURNAL_SIZE_LIMIT,
+} from '../../src/store/checkpointer.ts';
 import { openSqlite } from '../../src/store/db.ts';
 
 /** Polls `check` every 10 ms until it is true or `ms` have passed; answers whether it became true. */
@@ -16,17 +20,23 @@ async function within(ms: number, check: () => boolean): Promise<boolean> {
   return check();
 }
 
-test('the checkpoint thread copies committed pages into the database file, off the writer', async (t) => {
+/** A writer connection on a new database file, its checkpoint thread started, with a table `t (v blob)`. */
+function writer(t: { after(fn: () => unknown): void }, checkpointer: true | CheckpointerOptions) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'db.sqlite');
-  const store = openSqlite(file, { checkpointer: true });
+  const store = openSqlite(file, { checkpointer });
   t.after(() => store.close());
   store.migrated?.();
   const h = store.sqlite!;
+  h.exec('create table t (v blob)');
+  return { file, h };
+}
+
+test('the checkpoint thread copies committed pages into the database file, off the writer', async (t) => {
+  const { file, h } = writer(t, true);
   // The writer's own checkpoint is only a safety net far above what this test writes.
   assert.equal(h.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
-  h.exec('create table t (v blob)');
   const before = fs.statSync(file).size;
   // About 4 MiB in a few commits: far below the safety net, so only the thread can move it.
   const insert = h.prepare('insert into t (v) values (randomblob(4096))');
@@ -42,15 +52,8 @@ test('the checkpoint thread copies committed pages into the database file, off t
 });
 
 test('the WAL keeps its file while writes go on and is truncated once they stop', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'db.sqlite');
-  const store = openSqlite(file, { checkpointer: { idleMs: 300 } });
-  t.after(() => store.close());
-  store.migrated?.();
-  const h = store.sqlite!;
+  const { file, h } = writer(t, { idleMs: 300 });
   assert.equal(h.pragma('journal_size_limit', { simple: true }), WRITER_JOURNAL_SIZE_LIMIT);
-  h.exec('create table t (v blob)');
   const insert = h.prepare('insert into t (v) values (randomblob(4096))');
   const wal = `${file}-wal`;
   const write = () =>
@@ -75,14 +78,7 @@ test('the WAL keeps its file while writes go on and is truncated once they stop'
 });
 
 test('truncating the WAL never holds a write back while a reader keeps an older snapshot', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-checkpointer-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, 'db.sqlite');
-  const store = openSqlite(file, { checkpointer: { idleMs: 100 } });
-  t.after(() => store.close());
-  store.migrated?.();
-  const h = store.sqlite!;
-  h.exec('create table t (v blob)');
+  const { file, h } = writer(t, { idleMs: 100 });
   h.prepare('insert into t (v) values (randomblob(4096))').run();
   // A reader holds a snapshot that needs the WAL: the truncation cannot finish while it is open.
   const reader = openSqlite(file);
