@@ -22,7 +22,8 @@ import pg from 'pg';
 import { loadConfig } from '../src/config.ts';
 import { type Running, startServices } from '../src/server.ts';
 import { type ParsedSearch, TARGET_TYPES, parseSearchBody } from '../src/services/search.ts';
-import type { RecordSearch } from '../src/store/search.ts';
+import type { RecordSearch } from '../src/store/search-query.ts';
+import type { SqliteSearch } from '../src/store/search-sqlite.ts';
 import { pageJsonStatement } from '../src/store/search-json.ts';
 
 const { values: args } = parseArgs({
@@ -407,8 +408,9 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
   // then its records (each statement prepared once, as the search's are).
   const prepared = new Map<string, ReturnType<typeof h.prepare<unknown[]>>>();
   return async () => {
-    const candidates = await search.repo.textCandidates(store.db, q.tree, q.types);
-    const compiled = search.repo.rowidQuery(store.db, q, candidates).compile();
+    const repo = search.repo as SqliteSearch;
+    const candidates = await repo.text.candidates(store.db, q.tree, q.types);
+    const compiled = repo.rowidQuery(store.db, q, candidates).compile();
     let page = prepared.get(compiled.sql);
     if (!page) {
       page = h.prepare<unknown[]>(compiled.sql).pluck();

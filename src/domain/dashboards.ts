@@ -20,7 +20,6 @@ export const AGGREGATIONS = [
 export type Aggregation = (typeof AGGREGATIONS)[number];
 
 export const WIDGET_TYPES = ['bar_chart', 'line_chart', 'number', 'table'] as const;
-export type WidgetType = (typeof WIDGET_TYPES)[number];
 
 /** Percentile aggregations and the percent they stand for. */
 export const PERCENTILES: Partial<Record<Aggregation, number>> = { P50: 50, P90: 90, P95: 95, P99: 99 };

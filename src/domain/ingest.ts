@@ -414,19 +414,24 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
   return out;
 }
 
-/** The request's target run: exactly one of log_stream_id and experiment_id (or metrics_testing_id). */
-function target(c: Checker, o: Obj, query: Obj): Target {
+/** The target ids a request names, in its body or else its query string (each checked to be a uuid). */
+function targetIds(c: Checker, o: Obj, query: Obj): Target {
   const pick = (k: string) => (o[k] === undefined || o[k] === null ? query[k] : o[k]);
   const src: Obj = {
     log_stream_id: pick('log_stream_id'),
     experiment_id: pick('experiment_id'),
     metrics_testing_id: pick('metrics_testing_id'),
   };
-  const t: Target = {
+  return {
     log_stream_id: uuid(c, src, 'log_stream_id', ['body']) ?? null,
     experiment_id: uuid(c, src, 'experiment_id', ['body']) ?? null,
     metrics_testing_id: uuid(c, src, 'metrics_testing_id', ['body']) ?? null,
   };
+}
+
+/** The request's target run: exactly one of log_stream_id and experiment_id (or metrics_testing_id). */
+function target(c: Checker, o: Obj, query: Obj): Target {
+  const t = targetIds(c, o, query);
   const given = [t.log_stream_id, t.experiment_id, t.metrics_testing_id].filter((x) => x !== null).length;
   if (given === 0 && !c.items.length) {
     c.fail(['body'], 'value_error', 'Give log_stream_id or experiment_id');
@@ -831,17 +836,7 @@ export function parseSessionRequest(body: unknown, query: Obj = {}): SessionRequ
 export function parsePatch(body: unknown, query: Obj = {}): RecordPatch {
   const c = new Checker();
   const o = body === undefined ? {} : requireObject(c, body);
-  const pick = (k: string) => (o[k] === undefined || o[k] === null ? query[k] : o[k]);
-  const src: Obj = {
-    log_stream_id: pick('log_stream_id'),
-    experiment_id: pick('experiment_id'),
-    metrics_testing_id: pick('metrics_testing_id'),
-  };
-  const t: Target = {
-    log_stream_id: uuid(c, src, 'log_stream_id', ['body']) ?? null,
-    experiment_id: uuid(c, src, 'experiment_id', ['body']) ?? null,
-    metrics_testing_id: uuid(c, src, 'metrics_testing_id', ['body']) ?? null,
-  };
+  const t = targetIds(c, o, query);
   const raw: Obj = {};
   const loc: Loc = ['body'];
   if (o.input !== undefined) raw.input = io(c, o, 'input', loc);

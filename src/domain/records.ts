@@ -36,7 +36,6 @@ export const PROMOTED_METRICS = [
   'num_cache_creation_input_tokens',
   'time_to_first_token_ns',
 ] as const;
-export type PromotedMetric = (typeof PROMOTED_METRICS)[number];
 
 /** Token metrics that traces sum from their llm spans and sessions from their traces. */
 export const TOKEN_METRICS = [

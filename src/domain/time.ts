@@ -1,4 +1,5 @@
 /** Timestamps are epoch microseconds internally; the API speaks RFC 3339. */
+import { type Loc, ValidationError } from './errors.ts';
 
 export function nowUs(): number {
   return Date.now() * 1000;
@@ -67,4 +68,17 @@ export function parseTimestamp(text: string): number | null {
   }
   const micros = frac ? Number(frac.padEnd(6, '0').slice(0, 6)) : 0;
   return (ms - offsetMin * 60_000) * 1000 + micros;
+}
+
+/** A date-time a client sent, in epoch microseconds; a 422 at `loc` when it is not one. */
+export function timestampAt(text: string, loc: Loc): number {
+  const us = parseTimestamp(text);
+  if (us === null)
+    throw new ValidationError({
+      loc,
+      msg: 'Input should be a valid datetime',
+      type: 'datetime_parsing',
+      input: text,
+    });
+  return us;
 }

@@ -53,10 +53,24 @@ export type ScalarColumn =
   | 'output_text'
   | 'num_children';
 
+/** Scalar columns that are NOT NULL in `records` (a value is never missing). */
+export const NEVER_NULL: ReadonlySet<string> = new Set<ScalarColumn>([
+  'id',
+  'type',
+  'name',
+  'created_at',
+  'updated_at',
+  'is_complete',
+  'num_children',
+]);
+
+/** Columns of `runs` that a log stream search filters on (RUN_COLUMNS). */
+export type RunColumn = 'id' | 'name' | 'created_by' | 'created_at' | 'updated_at';
+
 /** Where a column's value comes from. */
 export type ColumnSource =
   /** A real column; SQL NULL means the record lacks the value. */
-  | { kind: 'scalar'; column: ScalarColumn }
+  | { kind: 'scalar'; column: ScalarColumn | RunColumn }
   /** A key of a JSON object column; a missing key (or a value of another JSON type) is "missing". */
   | { kind: 'json'; column: JsonColumn; key: string }
   /** The `tags` JSON array of strings. */
@@ -122,7 +136,7 @@ function std(
   };
 }
 
-const scalar = (column: ScalarColumn): ColumnSource => ({ kind: 'scalar', column });
+const scalar = (column: ScalarColumn | RunColumn): ColumnSource => ({ kind: 'scalar', column });
 
 /** Metrics every record type may carry as promoted columns of `records`. */
 export const STANDARD_METRICS: Record<string, { column: ScalarColumn; label: string; types: RecordType[] }> =
@@ -258,6 +272,25 @@ export function namespacedColumn(
   };
 }
 
+/**
+ * The columns of `runs` a log stream search filters on, compiled by the same compiler as record
+ * filters (over table `runs`).
+ */
+export const RUN_COLUMNS: Record<RunColumn, ColumnDef> = {
+  id: std('id', 'ID', 'Identifier of the run', 'uuid', scalar('id'), []),
+  name: std('name', 'Name', 'Name of the run', 'text', scalar('name'), []),
+  created_by: std('created_by', 'Created by', 'User who created the run', 'uuid', scalar('created_by'), []),
+  created_at: std('created_at', 'Created', 'When the run was created', 'timestamp', scalar('created_at'), []),
+  updated_at: std(
+    'updated_at',
+    'Updated',
+    'When the run last changed',
+    'timestamp',
+    scalar('updated_at'),
+    [],
+  ),
+};
+
 export type ColumnLookup =
   | {
       ok: true;
@@ -282,8 +315,4 @@ export function lookupColumn(id: string): ColumnLookup {
   const key = id.slice(slash + 1);
   if (!namespace || key === '') return { ok: false };
   return { ok: true, column: namespacedColumn(namespace, key), needsCatalogue: namespace === 'metrics' };
-}
-
-export function standardColumns(): ColumnDef[] {
-  return STANDARD_COLUMNS;
 }

@@ -1,147 +1,101 @@
 /**
- * Compiles validated filter trees and sorts into Kysely expressions over the `records` table, for
- * SQLite (JSON as TEXT, json_extract with a bound path) and PostgreSQL (JSONB, `->`/`->>` with the key
- * bound as a text parameter). Nothing a client sends is spliced into SQL: values, keys and JSON paths
- * are parameters.
+ * Compiles validated filter trees and sorts into Kysely expressions over the `records` table (or
+ * another table whose columns the leaves name, such as `runs`), written once over the SQL of the
+ * store's dialect (sql-dialect.ts). Nothing a client sends is spliced into SQL: values, keys and JSON
+ * paths are parameters.
  *
  * Every leaf compiles to a two-valued condition (never SQL NULL), so that `not` means what the plain
  * evaluator (evaluate.ts) means: a record that lacks the value never matches a positive operator and
  * always matches `ne` / `not_in`, also under `not`.
  */
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
-import type { Dialect } from '../store/db.ts';
-import type { ColumnDef, ScalarColumn } from './columns.ts';
+import { type ColumnDef, NEVER_NULL } from './columns.ts';
 import type { FilterTree, Leaf } from './filters.ts';
 import type { SortSpec } from './sorts.ts';
+import type { Dialect, Frag, OrderItem, SqlDialect, Want } from './sql-dialect.ts';
+import { postgresSql } from './sql-postgres.ts';
+import { sqliteSql } from './sql-sqlite.ts';
 
-type Frag = RawBuilder<unknown>;
+export type { Dialect, OrderItem };
+
+const DIALECTS: Record<Dialect, SqlDialect> = { sqlite: sqliteSql, postgres: postgresSql };
+
+/** The SQL of a store's dialect (sql-sqlite.ts, sql-postgres.ts). */
+export function sqlFor(dialect: Dialect): SqlDialect {
+  return DIALECTS[dialect];
+}
+
+/** Text candidates of a store: rowids (SQLite) or record ids (PostgreSQL), per `contains` leaf. */
+export type TextCandidates = ReadonlyMap<Leaf, readonly (number | string)[]>;
 
 export interface CompileOptions {
   dialect: Dialect;
-  /** Name or alias of the records table in the query (default `records`). */
+  /** Name or alias of the table in the query (default `records`). */
   table?: string;
   /**
-   * SQLite only: for `contains` leaves on text-indexed columns, the rowids that can match (a superset
-   * of the matches, from the trigram index plus the rows it has not indexed yet). The leaf then
-   * checks membership first and the exact condition after.
+   * For `contains` leaves on text-indexed columns, the records that can match (a superset of the
+   * matches, from the text index plus the records it has not indexed yet): the leaf then checks
+   * membership first and the exact condition after.
    */
-  textCandidates?: ReadonlyMap<Leaf, readonly number[]>;
-  /**
-   * PostgreSQL only: the same for the text index of migration 008, as record ids (the index's hits
-   * plus the records queued for it; store/search.ts pgTextCandidates).
-   */
-  pgTextCandidates?: ReadonlyMap<Leaf, readonly string[]>;
+  candidates?: TextCandidates;
 }
 
-/** Text candidates of either store: rowids (SQLite) or record ids (PostgreSQL). */
-export type TextCandidates = ReadonlyMap<Leaf, readonly number[]> | ReadonlyMap<Leaf, readonly string[]>;
-
-/** Compile options with the text candidates the store looked up, under the option of its dialect. */
-export function candidateOptions(dialect: Dialect, candidates?: TextCandidates): CompileOptions {
-  return dialect === 'postgres'
-    ? { dialect, pgTextCandidates: candidates as ReadonlyMap<Leaf, readonly string[]> | undefined }
-    : { dialect, textCandidates: candidates as ReadonlyMap<Leaf, readonly number[]> | undefined };
+/** A value read from a column: its SQL, and whether it may be NULL (missing). */
+export interface ColumnValue {
+  expr: Frag;
+  nullable: boolean;
+  /** SQLite: the value may be of another JSON type than asked (see `columnValue`). */
+  loose?: boolean;
 }
 
-/** Scalar columns that are NOT NULL in `records` (a value is never missing). */
-const NOT_NULL = new Set<ScalarColumn>([
-  'id',
-  'type',
-  'name',
-  'created_at',
-  'updated_at',
-  'is_complete',
-  'num_children',
-]);
+/**
+ * The value of a column as `want` (text, number, boolean 1/0, or `any`: 1 for a value of any JSON
+ * type); SQL NULL when missing or of another type. Filters, sorts and widget metrics read columns
+ * through this one reader, so a metric and a filter on one column read the same values. With
+ * `loose`, SQLite may answer a metadata value of another type instead of NULL (one JSON lookup
+ * instead of two): comparisons with a text parameter stay exact there (SQLite never equates a number
+ * and a text), substring tests and sorts must not use it.
+ */
+export function columnValue(
+  column: ColumnDef,
+  want: Want,
+  dialect: SqlDialect,
+  o: { table?: string; loose?: boolean } = {},
+): ColumnValue {
+  const table = o.table ?? 'records';
+  const src = column.source;
+  if (src.kind === 'scalar')
+    return { expr: sql.ref(`${table}.${src.column}`), nullable: !NEVER_NULL.has(src.column) };
+  if (src.kind === 'tags') throw new Error('tags have no scalar value');
+  const v = dialect.jsonValue(sql.ref(`${table}.${src.column}`), src.key, want, {
+    numbersOnly: src.column === 'metrics',
+    loose: o.loose ?? false,
+  });
+  return { expr: v.expr, nullable: true, loose: v.loose };
+}
 
 const TRUE = sql<SqlBool>`(1 = 1)`;
 const FALSE = sql<SqlBool>`(1 = 0)`;
 
+/** No stored text holds NUL (ingestion and the services replace or refuse it): such values match nothing. */
+const storable = (values: readonly string[]) => values.filter((v) => !v.includes('\u0000'));
+
 class Compiler {
-  readonly pg: boolean;
+  readonly d: SqlDialect;
   readonly table: string;
   constructor(readonly opts: CompileOptions) {
-    this.pg = opts.dialect === 'postgres';
+    this.d = sqlFor(opts.dialect);
     this.table = opts.table ?? 'records';
   }
 
-  ref(column: string): Frag {
-    return sql.ref(`${this.table}.${column}`);
-  }
-
-  /** A text parameter (typed on PostgreSQL so that functions such as lower() resolve). */
-  text(v: string): Frag {
-    return this.pg ? sql`${v}::text` : sql`${v}`;
-  }
-
-  num(v: number): Frag {
-    return this.pg ? sql`${v}::numeric` : sql`${v}`;
-  }
+  ref = (column: string): Frag => sql.ref(`${this.table}.${column}`);
 
   fold(e: Frag, caseSensitive: boolean): Frag {
     return caseSensitive ? e : sql`lower(${e})`;
   }
 
-  jsonPath(key: string): string {
-    // A quoted label: SQLite decodes JSON string escapes in it, so any key is addressed exactly.
-    return `$.${JSON.stringify(key)}`;
-  }
-
-  /**
-   * The value of a column as `want` (text, number or boolean 0/1); SQL NULL when missing or of another
-   * type. With `loose`, SQLite may answer a metadata value of another type instead of NULL (one JSON
-   * lookup instead of two): comparisons with a text parameter stay exact there (SQLite never equates
-   * a number and a text), substring tests and sorts must not use it.
-   */
-  value(
-    column: ColumnDef,
-    want: 'text' | 'number' | 'boolean',
-    loose = false,
-  ): { expr: Frag; nullable: boolean; loose?: boolean } {
-    const src = column.source;
-    if (src.kind === 'scalar') return { expr: this.ref(src.column), nullable: !NOT_NULL.has(src.column) };
-    if (src.kind === 'tags') throw new Error('tags have no scalar value');
-    const col = this.ref(src.column);
-    if (this.pg && src.key.includes('\u0000')) {
-      const type = want === 'text' ? sql`text` : want === 'number' ? sql`numeric` : sql`integer`;
-      return { expr: sql`(null::${type})`, nullable: true };
-    }
-    if (this.pg) {
-      const k = sql`${src.key}::text`;
-      if (want === 'text')
-        return {
-          expr: sql`(case when jsonb_typeof(${col} -> ${k}) = 'string' then ${col} ->> ${k} end)`,
-          nullable: true,
-        };
-      if (want === 'number')
-        return {
-          expr: sql`(case when jsonb_typeof(${col} -> ${k}) = 'number' then (${col} ->> ${k})::numeric end)`,
-          nullable: true,
-        };
-      return {
-        expr: sql`(case ${col} -> ${k} when 'true'::jsonb then 1 when 'false'::jsonb then 0 end)`,
-        nullable: true,
-      };
-    }
-    const p = this.jsonPath(src.key);
-    // Metrics hold numbers only (ingestion takes no other value there).
-    if (src.column === 'metrics' && want === 'number')
-      return { expr: sql`(${col} ->> ${p})`, nullable: true };
-    if (want === 'text' && loose) return { expr: sql`(${col} ->> ${p})`, nullable: true, loose: true };
-    if (want === 'text')
-      return {
-        expr: sql`(case json_type(${col}, ${p}) when 'text' then json_extract(${col}, ${p}) end)`,
-        nullable: true,
-      };
-    if (want === 'number')
-      return {
-        expr: sql`(case when json_type(${col}, ${p}) in ('integer', 'real') then json_extract(${col}, ${p}) end)`,
-        nullable: true,
-      };
-    return {
-      expr: sql`(case json_type(${col}, ${p}) when 'true' then 1 when 'false' then 0 end)`,
-      nullable: true,
-    };
+  value(column: ColumnDef, want: Want, loose = false): ColumnValue {
+    return columnValue(column, want, this.d, { table: this.table, loose });
   }
 
   /**
@@ -165,22 +119,8 @@ class Compiler {
     return v.nullable ? sql`(${v.expr} is not null and ${cond})` : sql`(${cond})`;
   }
 
-  /**
-   * A list of strings as one parameter, as a subquery of their (folded) values: the list may be long
-   * and a search may hold many, so it is never one parameter per item.
-   */
   inList(values: readonly string[], caseSensitive: boolean): Frag {
-    if (this.pg)
-      return sql`(select ${this.fold(sql`u.v`, caseSensitive)} from unnest(${values}::text[]) as u(v))`;
-    return sql`(select ${this.fold(sql`j.value`, caseSensitive)} from json_each(${JSON.stringify(values)}) as j)`;
-  }
-
-  /**
-   * PostgreSQL stores no text or JSON string holding NUL (it cannot), and cannot take one as a text
-   * parameter: such values match nothing. Answers the values that can match.
-   */
-  storable(values: readonly string[]): string[] {
-    return this.pg ? values.filter((v) => !v.includes('\u0000')) : [...values];
+    return this.d.inList(values, (e) => this.fold(e, caseSensitive));
   }
 
   leaf(leaf: Leaf): Frag {
@@ -196,9 +136,9 @@ class Compiler {
         const v = this.value(leaf.column, 'number');
         if (leaf.operator === 'between') {
           const [low, high] = leaf.value as [number, number];
-          return this.positive(v, sql`${v.expr} between ${this.num(low)} and ${this.num(high)}`);
+          return this.positive(v, sql`${v.expr} between ${this.d.num(low)} and ${this.d.num(high)}`);
         }
-        return this.compare(v, leaf.operator, this.num(leaf.value as number));
+        return this.compare(v, leaf.operator, this.d.num(leaf.value as number));
       }
       case 'boolean': {
         const v = this.value(leaf.column, 'boolean');
@@ -223,9 +163,9 @@ class Compiler {
     const cs = leaf.caseSensitive;
     const v = this.value(leaf.column, 'text', true);
     const x = this.fold(v.expr, cs);
-    const p = (s: string) => this.fold(this.text(s), cs);
+    const p = (s: string) => this.fold(this.d.text(s), cs);
     const single = leaf.operator === 'eq' || leaf.operator === 'ne' || leaf.operator === 'contains';
-    if (single && this.storable([leaf.value as string]).length === 0) {
+    if (single && storable([leaf.value as string]).length === 0) {
       return leaf.operator === 'ne' ? TRUE : FALSE;
     }
     switch (leaf.operator) {
@@ -234,11 +174,11 @@ class Compiler {
       case 'ne':
         return this.negative(v, sql`${x} <> ${p(leaf.value as string)}`);
       case 'one_of': {
-        const list = this.storable(leaf.value as string[]);
+        const list = storable(leaf.value as string[]);
         return list.length ? this.positive(v, sql`${x} in ${this.inList(list, cs)}`) : FALSE;
       }
       case 'not_in': {
-        const list = this.storable(leaf.value as string[]);
+        const list = storable(leaf.value as string[]);
         return list.length ? this.negative(v, sql`${x} not in ${this.inList(list, cs)}`) : TRUE;
       }
       case 'contains':
@@ -246,84 +186,46 @@ class Compiler {
     }
   }
 
-  contains(
-    leaf: Extract<Leaf, { kind: 'text' | 'id' }>,
-    v: { expr: Frag; nullable: boolean; loose?: boolean },
-  ): Frag {
-    const term = leaf.value as string;
-    const cs = leaf.caseSensitive;
-    if (this.pg) {
-      const pattern = likeContains(term);
-      const exact = cs
-        ? sql`${v.expr} like ${this.text(pattern)}`
-        : sql`lower(${v.expr}) like lower(${this.text(pattern)})`;
-      const ids = this.opts.pgTextCandidates?.get(leaf);
-      if (ids) return this.positiveIndexable(v, sql`${this.ref('id')} = any(${ids}::text[]) and ${exact}`);
-      return this.positive(v, exact);
-    }
-    let exact = sql`instr(${this.fold(v.expr, cs)}, ${this.fold(this.text(term), cs)}) > 0`;
-    if (v.loose) exact = sql`typeof(${v.expr}) = 'text' and ${exact}`;
-    const rowids = this.opts.textCandidates?.get(leaf);
-    if (rowids) {
-      return this.positiveIndexable(
-        v,
-        sql`${this.ref('rowid')} in (select value from json_each(${JSON.stringify(rowids)})) and ${exact}`,
-      );
-    }
+  contains(leaf: Extract<Leaf, { kind: 'text' | 'id' }>, v: ColumnValue): Frag {
+    const exact = this.d.contains(
+      v.expr,
+      leaf.value as string,
+      (e) => this.fold(e, leaf.caseSensitive),
+      v.loose ?? false,
+    );
+    const candidates = this.opts.candidates?.get(leaf);
+    if (candidates)
+      return this.positiveIndexable(v, sql`${this.d.inCandidates(this.ref, candidates)} and ${exact}`);
     return this.positive(v, exact);
   }
 
   collectionLeaf(leaf: Extract<Leaf, { kind: 'collection' }>): Frag {
     const tags = this.ref('tags');
     const cs = leaf.caseSensitive;
-    let present: Frag;
-    /** EXISTS a string element satisfying cond(element text). */
-    let anyElement: (cond: (e: Frag) => Frag) => Frag;
-    /** The array equals the list element by element (same length checked apart). */
-    let sameElements: (list: string[]) => Frag;
-    let lengthIs: (n: number) => Frag;
-    if (this.pg) {
-      const arr = sql`(case when jsonb_typeof(${tags}) = 'array' then ${tags} else '[]'::jsonb end)`;
-      present = sql`(${tags} is not null and jsonb_typeof(${tags}) = 'array')`;
-      anyElement = (cond) =>
-        sql`exists (select 1 from jsonb_array_elements(${arr}) as e(v) where jsonb_typeof(e.v) = 'string' and ${cond(
-          sql`(e.v #>> '{}')`,
-        )})`;
-      lengthIs = (n) => sql`jsonb_array_length(${arr}) = ${sql.lit(n)}`;
-      sameElements = (list) =>
-        sql`not exists (select 1 from jsonb_array_elements(${arr}) with ordinality as e(v, i)
-          join unnest(${list}::text[]) with ordinality as w(s, j) on e.i = w.j
-          where jsonb_typeof(e.v) <> 'string' or ${this.fold(sql`(e.v #>> '{}')`, cs)} <> ${this.fold(sql`w.s`, cs)})`;
-    } else {
-      present = sql`(${tags} is not null and json_type(${tags}) = 'array')`;
-      anyElement = (cond) =>
-        sql`exists (select 1 from json_each(${tags}) as e where e.type = 'text' and ${cond(sql`e.value`)})`;
-      lengthIs = (n) => sql`json_array_length(${tags}) = ${sql.lit(n)}`;
-      sameElements = (list) =>
-        sql`not exists (select 1 from json_each(${tags}) as e join json_each(${JSON.stringify(list)}) as w on e.key = w.key
-          where e.type <> 'text' or ${this.fold(sql`e.value`, cs)} <> ${this.fold(sql`w.value`, cs)})`;
-    }
+    const d = this.d;
+    const present = d.present(tags);
+    const anyElement = (cond: (e: Frag) => Frag) => d.anyElement(tags, cond);
     switch (leaf.operator) {
       case 'contains': {
-        if (!this.storable([leaf.value as string]).length) return FALSE;
-        const p = this.fold(this.text(leaf.value as string), cs);
+        if (!storable([leaf.value as string]).length) return FALSE;
+        const p = this.fold(d.text(leaf.value as string), cs);
         return sql`(${present} and ${anyElement((e) => sql`${this.fold(e, cs)} = ${p}`)})`;
       }
       case 'one_of': {
-        const list = this.storable(leaf.value as string[]);
+        const list = storable(leaf.value as string[]);
         if (!list.length) return FALSE;
         return sql`(${present} and ${anyElement((e) => sql`${this.fold(e, cs)} in ${this.inList(list, cs)}`)})`;
       }
       case 'not_in': {
-        const list = this.storable(leaf.value as string[]);
+        const list = storable(leaf.value as string[]);
         if (!list.length) return TRUE;
         return sql`(not ${present} or not ${anyElement((e) => sql`${this.fold(e, cs)} in ${this.inList(list, cs)}`)})`;
       }
       case 'eq': {
         const list = Array.isArray(leaf.value) ? leaf.value : [leaf.value];
-        if (this.storable(list).length !== list.length) return FALSE;
-        if (!list.length) return sql`(${present} and ${lengthIs(0)})`;
-        return sql`(${present} and ${lengthIs(list.length)} and ${sameElements(list)})`;
+        if (storable(list).length !== list.length) return FALSE;
+        if (!list.length) return sql`(${present} and ${d.lengthIs(tags, 0)})`;
+        return sql`(${present} and ${d.lengthIs(tags, list.length)} and ${d.sameElements(tags, list, (e) => this.fold(e, cs))})`;
       }
     }
   }
@@ -352,21 +254,9 @@ class Compiler {
   }
 }
 
-/** `%term%` for LIKE with the term taken literally (backslash escapes, as both stores use). */
-export function likeContains(term: string): string {
-  return `%${term.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-}
-
 /** A validated filter tree as a boolean SQL expression over `records` (or `opts.table`). */
 export function compileFilterTree(tree: FilterTree, opts: CompileOptions): Expression<SqlBool> {
   return new Compiler(opts).tree(tree) as RawBuilder<SqlBool>;
-}
-
-export interface OrderItem {
-  expr: Expression<unknown>;
-  direction: 'asc' | 'desc';
-  /** PostgreSQL: NULLS LAST (SQLite needs no modifier: see compileSort). */
-  nullsLast?: boolean;
 }
 
 /**
@@ -386,25 +276,16 @@ export function compileSort(sort: SortSpec | null, opts: CompileOptions): OrderI
   const dir = sort.ascending ? 'asc' : 'desc';
   const column = sort.column;
   const src = column.source;
-  const collate = (e: Frag): Frag => (c.pg ? sql`${e} collate "C"` : e);
   const items: OrderItem[] = [];
   // `x` in the sort's direction with missing values last, in forms an index can serve where one
-  // exists (sessions by duration): SQLite orders NULL lowest, so descending needs nothing;
-  // PostgreSQL takes NULLS LAST.
-  const missingLast = (x: Frag): OrderItem[] => {
-    if (c.pg) return [{ expr: x, direction: dir, nullsLast: true }];
-    if (dir === 'desc') return [{ expr: x, direction: 'desc' }];
-    return [
-      { expr: sql`(${x} is null)`, direction: 'asc' },
-      { expr: x, direction: 'asc' },
-    ];
-  };
+  // exists (sessions by duration).
+  const missingLast = (x: Frag) => c.d.missingLast(x, dir);
   if (src.kind === 'scalar') {
     const isText = column.dataType === 'text' || column.dataType === 'uuid';
     const ref = c.ref(src.column);
     // `id` keeps the store's own order (and its index); every other text sorts by code point.
-    const x = isText && src.column !== 'id' ? collate(ref) : ref;
-    if (NOT_NULL.has(src.column)) items.push({ expr: x, direction: dir });
+    const x = isText && src.column !== 'id' ? c.d.byCodePoint(ref) : ref;
+    if (NEVER_NULL.has(src.column)) items.push({ expr: x, direction: dir });
     else items.push(...missingLast(x));
   } else if (src.kind === 'json' && src.column === 'metrics') {
     items.push(...missingLast(c.value(column, 'number').expr));
@@ -419,7 +300,7 @@ export function compileSort(sort: SortSpec | null, opts: CompileOptions): OrderI
       { expr: sql`(${rank} is null)`, direction: 'asc' },
       { expr: rank, direction: dir },
       { expr: sql`coalesce(${num}, ${bool})`, direction: dir },
-      { expr: collate(text), direction: dir },
+      { expr: c.d.byCodePoint(text), direction: dir },
     );
   }
   items.push({ expr: id, direction: dir });

@@ -1,9 +1,6 @@
 import { Type } from '@sinclair/typebox';
+import { OPERATORS } from '../query/filters.ts';
 import { DateTime, Nullable, PageEnvelope, Pagination, Uuid } from './common.ts';
-
-export const ProjectType = Type.Union(
-  ['gen_ai', 'llm_monitor', 'prompt_evaluation', 'protect'].map((t) => Type.Literal(t)),
-);
 
 export const CreateProject = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 255 }),
@@ -62,10 +59,10 @@ export const Run = Type.Object({
 const CaseSensitive = Type.Optional(Type.Boolean({ default: true }));
 const IdOperator = Type.Unsafe<string>({
   type: 'string',
-  enum: ['eq', 'ne', 'one_of', 'not_in', 'contains'],
+  enum: [...OPERATORS.id],
   default: 'eq',
 });
-const DateOperator = Type.Unsafe<string>({ type: 'string', enum: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte'] });
+const DateOperator = Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.date] });
 const StringOrList = Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 1000 })]);
 
 const RunIDFilter = Type.Object(
@@ -75,7 +72,7 @@ const RunIDFilter = Type.Object(
 const RunNameFilter = Type.Object(
   {
     name: Type.Literal('name'),
-    operator: Type.Unsafe<string>({ type: 'string', enum: ['eq', 'ne', 'contains', 'one_of', 'not_in'] }),
+    operator: Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.text] }),
     value: StringOrList,
     case_sensitive: CaseSensitive,
   },

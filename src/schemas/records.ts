@@ -5,7 +5,10 @@
  * through these schemas.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
+import { RecordSchema } from '../domain/record-json.ts';
 import { AnyKeyMap, DateTime, Nullable, Uuid } from './common.ts';
+
+export { RecordSchema };
 
 const StrMap = AnyKeyMap(Type.Union([Type.String(), Type.Number(), Type.Boolean()]));
 
@@ -211,58 +214,6 @@ export const SessionCreateResponse = Type.Object({
   external_id: Nullable(Type.String()),
 });
 
-const any = Type.Unknown();
-
-/** One record as every response shows it (domain/records.ts `recordToApi`). */
-export const RecordSchema = Type.Object(
-  {
-    id: Uuid,
-    type: Type.String(),
-    name: Type.String(),
-    created_at: DateTime,
-    updated_at: DateTime,
-    input: any,
-    output: any,
-    redacted_input: any,
-    redacted_output: any,
-    is_complete: Type.Boolean(),
-    error_message: Nullable(Type.String()),
-    project_id: Uuid,
-    run_id: Uuid,
-    session_id: Nullable(Uuid),
-    trace_id: Nullable(Uuid),
-    parent_id: Nullable(Uuid),
-    external_id: Nullable(Type.String()),
-    status_code: Nullable(Type.Integer()),
-    tags: Type.Array(Type.String()),
-    user_metadata: AnyKeyMap(any),
-    dataset_metadata: AnyKeyMap(any),
-    dataset_input: Nullable(Type.String()),
-    dataset_output: Nullable(Type.String()),
-    metrics: AnyKeyMap(Type.Number()),
-    has_children: Type.Boolean(),
-    step_number: Type.Optional(Nullable(Type.Integer())),
-    model: Type.Optional(Nullable(Type.String())),
-    temperature: Type.Optional(Nullable(Type.Number())),
-    finish_reason: Type.Optional(Nullable(Type.String())),
-    tools: Type.Optional(any),
-    events: Type.Optional(any),
-    tool_call_id: Type.Optional(Nullable(Type.String())),
-    agent_type: Type.Optional(Type.String()),
-    previous_session_id: Type.Optional(Nullable(Uuid)),
-    num_traces: Type.Optional(Type.Integer()),
-    num_spans: Type.Optional(Type.Integer()),
-    annotations: AnyKeyMap(any),
-    annotation_aggregates: AnyKeyMap(any),
-    annotation_agreement: AnyKeyMap(any),
-    annotation_queue_ids: Type.Array(any),
-    feedback_rating_info: AnyKeyMap(any),
-    file_ids: Type.Array(any),
-    file_modalities: Type.Array(any),
-  },
-  { title: 'Record', additionalProperties: true },
-);
-
 function withChildren(key: string, child: TSchema, title: string) {
   return Type.Object(
     { ...RecordSchema.properties, [key]: Type.Array(child) },
@@ -271,7 +222,7 @@ function withChildren(key: string, child: TSchema, title: string) {
 }
 
 /** A trace with its span tree: every span carries its children in `spans`. */
-export const TraceWithSpans = withChildren('spans', any, 'TraceWithSpans');
+export const TraceWithSpans = withChildren('spans', Type.Unknown(), 'TraceWithSpans');
 export const SessionWithTraces = withChildren('traces', RecordSchema, 'SessionWithTraces');
 
 export const TraceParams = Type.Object({ project_id: Uuid, trace_id: Uuid });

@@ -6,7 +6,7 @@
  * marked `x-validated-in-code` are replaced by an open schema before Ajv compiles the body.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { MAX_DEPTH, MAX_LEAVES } from '../query/filters.ts';
+import { MAX_DEPTH, MAX_LEAVES, OPERATORS } from '../query/filters.ts';
 import { DateTime, Nullable, Uuid } from './common.ts';
 import { RecordSchema } from './records.ts';
 
@@ -28,7 +28,7 @@ export const IdFilter = Type.Object(
     operator: Type.Optional(
       Type.Unsafe<string>({
         type: 'string',
-        enum: ['eq', 'ne', 'one_of', 'not_in', 'contains'],
+        enum: [...OPERATORS.id],
         default: 'eq',
       }),
     ),
@@ -40,7 +40,7 @@ export const IdFilter = Type.Object(
 export const DateFilter = Type.Object(
   {
     ...column,
-    operator: Type.Unsafe<string>({ type: 'string', enum: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte'] }),
+    operator: Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.date] }),
     value: DateTime,
     type: kind('date'),
   },
@@ -49,10 +49,7 @@ export const DateFilter = Type.Object(
 export const NumberFilter = Type.Object(
   {
     ...column,
-    operator: Type.Unsafe<string>({
-      type: 'string',
-      enum: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'between'],
-    }),
+    operator: Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.number] }),
     value: Type.Union([Type.Number(), Type.Array(Type.Number(), { description: '[low, high] for between' })]),
     type: kind('number'),
   },
@@ -61,7 +58,9 @@ export const NumberFilter = Type.Object(
 export const BooleanFilter = Type.Object(
   {
     ...column,
-    operator: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['eq', 'ne'], default: 'eq' })),
+    operator: Type.Optional(
+      Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.boolean], default: 'eq' }),
+    ),
     value: Type.Boolean(),
     type: kind('boolean'),
   },
@@ -70,7 +69,7 @@ export const BooleanFilter = Type.Object(
 export const CollectionFilter = Type.Object(
   {
     ...column,
-    operator: Type.Unsafe<string>({ type: 'string', enum: ['eq', 'contains', 'one_of', 'not_in'] }),
+    operator: Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.collection] }),
     value: StringOrList,
     case_sensitive: Type.Optional(Type.Boolean({ default: true })),
     type: kind('collection'),
@@ -80,7 +79,7 @@ export const CollectionFilter = Type.Object(
 export const TextFilter = Type.Object(
   {
     ...column,
-    operator: Type.Unsafe<string>({ type: 'string', enum: ['eq', 'ne', 'contains', 'one_of', 'not_in'] }),
+    operator: Type.Unsafe<string>({ type: 'string', enum: [...OPERATORS.text] }),
     value: StringOrList,
     case_sensitive: Type.Optional(Type.Boolean({ default: true })),
     type: kind('text'),

@@ -8,7 +8,7 @@ import { LoginThrottle } from '../domain/throttle.ts';
 import { nowUs, parseTimestamp, toIso } from '../domain/time.ts';
 import type { ApiKeyRow, UserRow, UsersRepo } from '../store/users.ts';
 import type { Keyring } from './keyring.ts';
-import { ACCESS_CACHE_MS } from './projects.ts';
+import { ACCESS_CACHE_MS } from './access-cache.ts';
 import { rejectUnstorable, storableText } from '../domain/text.ts';
 
 /** Who is calling: the user behind the credentials. */

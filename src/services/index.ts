@@ -1,16 +1,18 @@
 import type { Config } from '../config.ts';
-import { DashboardDataRepo, DashboardsRepo } from '../store/dashboards.ts';
+import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
 import { RunsRepo } from '../store/runs.ts';
-import { SearchRepo, TextIndexer } from '../store/search.ts';
+import { readStores } from '../store/read-stores.ts';
 import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
 import { AuthService } from './auth.ts';
+import { DashboardAccess } from './dashboard-access.ts';
+import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
 import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
@@ -23,6 +25,7 @@ import { RunsService } from './runs.ts';
 import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
 import { UsersService } from './users.ts';
+import { WidgetDataService } from './widget-data.ts';
 
 /** Every service, wired to one store. Routes reach the database only through these. */
 export interface Services {
@@ -38,6 +41,7 @@ export interface Services {
   records: RecordsService;
   search: SearchService;
   dashboards: DashboardsService;
+  widgetData: WidgetDataService;
   insights: InsightsService;
   integrations: IntegrationsService;
   signals: SignalsService;
@@ -48,18 +52,24 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const auth = new AuthService(usersRepo, config, keyring);
   const users = new UsersService(usersRepo, auth, config);
   const projects = new ProjectsService(new ProjectsRepo(store.db), usersRepo);
-  const runs = new RunsService(new RunsRepo(store.db), usersRepo, projects);
-  const search = new SearchService(new SearchRepo(store), projects, runs, new TextIndexer(store));
-  const ingest = new IngestService(projects, new RunsRepo(store.db), ingestStore(store));
+  const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
+  const read = readStores(store);
+  const search = new SearchService(read.search, read.catalogue, projects, runs, read.textIndexer);
+  const ingest = new IngestService(projects, new RunsRepo(store.db, store.dialect), ingestStore(store));
   const records = new RecordsService(projects, new RecordsRepo(store.db));
   const otel = new OtelService(projects, runs, ingest);
-  const dashboards = new DashboardsService(
-    new DashboardsRepo(store.db, store.dialect),
-    new DashboardDataRepo(store),
-    new RunsRepo(store.db),
+  const dashboardsRepo = new DashboardsRepo(store.db, store.dialect);
+  const dashboardAccess = new DashboardAccess(
+    dashboardsRepo,
+    new RunsRepo(store.db, store.dialect),
     projects,
-    new SearchRepo(store, { readers: 0 }),
   );
+  const dashboards = new DashboardsService(
+    dashboardsRepo,
+    dashboardAccess,
+    new DashboardColumns(read.catalogue),
+  );
+  const widgetData = new WidgetDataService(dashboardsRepo, dashboardAccess, read.widgetCells);
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
   const integrations = new IntegrationsService(
     new IntegrationsRepo(store.db, store.dialect),
@@ -80,6 +90,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     records,
     search,
     dashboards,
+    widgetData,
     insights,
     integrations,
     signals,

@@ -1,5 +1,4 @@
-import { ValidationError } from '../domain/errors.ts';
-import { parseTimestamp, toIso } from '../domain/time.ts';
+import { timestampAt, toIso } from '../domain/time.ts';
 import type { TokenUsageFilter, TokenUsageRepo, TokenUsageRow } from '../store/token-usage.ts';
 import type { Caller } from './auth.ts';
 import type { RunsService } from './runs.ts';
@@ -38,18 +37,13 @@ export class InsightsService {
 
   async tokenUsages(caller: Caller, projectId: string, logStreamId: string, q: TokenUsageQuery) {
     await this.runs.resolve(caller, projectId, logStreamId, 'log_stream');
-    const filters = (q.filters ?? []).map((f, i): TokenUsageFilter => {
-      const value = parseTimestamp(f.value);
-      if (value === null) {
-        throw new ValidationError({
-          loc: ['body', 'filters', i, 'value'],
-          msg: 'Input should be a valid datetime',
-          type: 'datetime_parsing',
-          input: f.value,
-        });
-      }
-      return { name: f.name, operator: f.operator, value };
-    });
+    const filters = (q.filters ?? []).map(
+      (f, i): TokenUsageFilter => ({
+        name: f.name,
+        operator: f.operator,
+        value: timestampAt(f.value, ['body', 'filters', i, 'value']),
+      }),
+    );
     // decisions.md: newest day first by default; a given sort is ascending unless it says otherwise.
     const ascending = q.sort ? (q.sort.ascending ?? true) : false;
     const rows = await this.tokenUsage.page(logStreamId, filters, ascending, q.starting_token, q.limit);

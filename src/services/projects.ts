@@ -5,6 +5,7 @@ import { type Role, atLeast, isRole, strongest } from '../domain/roles.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { ProjectRow, ProjectsRepo } from '../store/projects.ts';
 import type { UsersRepo } from '../store/users.ts';
+import { ACCESS_CACHE_MS } from './access-cache.ts';
 import type { Caller } from './auth.ts';
 
 export function describeProject(p: ProjectRow) {
@@ -17,14 +18,6 @@ export function describeProject(p: ProjectRow) {
     updated_at: toIso(p.updated_at),
   };
 }
-
-/**
- * How long a credential or an access decision found valid may be reused without reading the store
- * again (services/auth.ts, ProjectsService.access). A change made through this process (key revoked,
- * share changed, group membership changed, project deleted) takes effect at once (the repositories'
- * `generation`); one made by another process on the same database within this time.
- */
-export const ACCESS_CACHE_MS = 1000;
 
 interface AccessEntry {
   project: ProjectRow;

@@ -1,11 +1,16 @@
-import { conflict, notFound } from '../domain/errors.ts';
+import { ValidationError, conflict, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
-import { nowUs, toIso } from '../domain/time.ts';
-import type { RunFilter, RunKind, RunRow, RunSort, RunsRepo } from '../store/runs.ts';
+import { nowUs, timestampAt, toIso } from '../domain/time.ts';
+import { RUN_COLUMNS } from '../query/columns.ts';
+import type { FilterTree, Leaf } from '../query/filters.ts';
+import type { RunKind, RunRow, RunSort, RunsRepo } from '../store/runs.ts';
 import type { UserRow, UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
 import { rejectUnstorable } from '../domain/text.ts';
-import { ACCESS_CACHE_MS, type ProjectsService } from './projects.ts';
+import { ACCESS_CACHE_MS } from './access-cache.ts';
+import type { ProjectsService } from './projects.ts';
+
+export type { RunKind };
 
 const KIND_LABEL: Record<RunKind, string> = { log_stream: 'Log stream', experiment: 'Experiment' };
 
@@ -24,6 +29,59 @@ function describeRun(r: RunRow, creator: UserRow | undefined, includeCounts: boo
     num_spans: includeCounts ? Number(r.num_spans) : null,
     has_user_created_sessions: Boolean(r.has_user_created_sessions),
   };
+}
+
+/** A log stream search filter as the body's schema admits it. */
+export interface RunFilterInput {
+  name: 'id' | 'name' | 'created_by' | 'created_at' | 'updated_at';
+  operator?: string;
+  value: string | string[];
+  case_sensitive?: boolean;
+}
+
+/**
+ * Schema-valid filters → one tree over RUN_COLUMNS (all must hold), compiled as record filters are;
+ * defaults applied, date-times in microseconds.
+ */
+export function runFilterTree(filters: RunFilterInput[]): FilterTree | null {
+  if (!filters.length) return null;
+  const leaves = filters.map((f, i): FilterTree => {
+    const column = RUN_COLUMNS[f.name];
+    const columnLoc = ['body', 'filters', i, 'name'];
+    const valueLoc = ['body', 'filters', i, 'value'];
+    let filter: Leaf;
+    if (f.name === 'created_at' || f.name === 'updated_at') {
+      filter = {
+        kind: 'date',
+        column,
+        operator: f.operator as Extract<Leaf, { kind: 'date' }>['operator'],
+        value: timestampAt(f.value as string, valueLoc),
+      };
+    } else {
+      const operator = (f.operator ?? 'eq') as Extract<Leaf, { kind: 'text' }>['operator'];
+      const listOp = operator === 'one_of' || operator === 'not_in';
+      if (listOp !== Array.isArray(f.value)) {
+        throw new ValidationError({
+          loc: valueLoc,
+          msg: listOp
+            ? `Operator '${operator}' takes a list of strings`
+            : `Operator '${operator}' takes one string`,
+          type: listOp ? 'list_type' : 'string_type',
+          input: f.value,
+        });
+      }
+      const text = f.name === 'name';
+      filter = {
+        kind: text ? 'text' : 'id',
+        column,
+        operator,
+        value: f.value,
+        caseSensitive: text ? (f.case_sensitive ?? true) : true,
+      };
+    }
+    return { op: 'leaf', filter, columnLoc, needsCatalogue: false };
+  });
+  return leaves.length === 1 ? leaves[0] : { op: 'and', children: leaves };
 }
 
 /** Log streams and experiments: the runs of a project that records belong to. */
@@ -113,22 +171,16 @@ export class RunsService {
     caller: Caller,
     projectId: string,
     q: {
-      filters: RunFilter[];
+      filters: RunFilterInput[];
       sort: RunSort;
       starting_token: number;
       limit: number;
       include_counts: boolean;
     },
   ) {
+    const tree = runFilterTree(q.filters);
     await this.projects.access(caller, projectId);
-    const rows = await this.runs.search(
-      projectId,
-      'log_stream',
-      q.filters,
-      q.sort,
-      q.starting_token,
-      q.limit,
-    );
+    const rows = await this.runs.search(projectId, 'log_stream', tree, q.sort, q.starting_token, q.limit);
     const more = rows.length > q.limit;
     const page = more ? rows.slice(0, q.limit) : rows;
     return {

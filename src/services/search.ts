@@ -3,12 +3,13 @@
  * filter and sort validation, and the page envelope. The SQL lives in store/search.ts, the column
  * semantics in query/.
  */
-import { type Loc, ValidationError, valueError } from '../domain/errors.ts';
-import { parseTimestamp } from '../domain/time.ts';
+import { ValidationError, valueError } from '../domain/errors.ts';
+import { timestampAt } from '../domain/time.ts';
 import {
   type ColumnDef,
   type DataType,
   type JsonColumn,
+  NEVER_NULL,
   type RecordType,
   SPAN_TYPES,
   STANDARD_COLUMNS,
@@ -24,8 +25,9 @@ import {
   validateFilterTree,
 } from '../query/filters.ts';
 import { type SortSpec, validateSort } from '../query/sorts.ts';
+import type { CatalogueRepo } from '../store/catalogue.ts';
 import type { RunKind } from '../store/runs.ts';
-import type { SearchRepo, TextIndexer } from '../store/search.ts';
+import type { SearchStore, TextIndexer } from '../store/search-query.ts';
 import type { Caller } from './auth.ts';
 import type { ProjectsService } from './projects.ts';
 import type { RunsService } from './runs.ts';
@@ -113,12 +115,7 @@ const CATEGORY_GROUP: Record<string, string> = {
 };
 
 function describeColumn(c: ColumnDef, isEmpty: boolean, applicableTypes: readonly string[]) {
-  const optional = !(
-    c.source.kind === 'scalar' &&
-    ['id', 'type', 'name', 'created_at', 'updated_at', 'is_complete', 'num_children'].includes(
-      c.source.column,
-    )
-  );
+  const optional = !(c.source.kind === 'scalar' && NEVER_NULL.has(c.source.column));
   return {
     id: c.id,
     label: c.label,
@@ -155,7 +152,8 @@ function mergeDataTypes(types: Set<string>): DataType {
 
 export class SearchService {
   constructor(
-    readonly repo: SearchRepo,
+    readonly repo: SearchStore,
+    private readonly catalogue: CatalogueRepo,
     private readonly projects: ProjectsService,
     private readonly runs: RunsService,
     readonly indexer: TextIndexer,
@@ -205,7 +203,7 @@ export class SearchService {
     if (tree) for (const l of leavesOf(tree)) if (l.needsCatalogue) needed.add(l.filter.column.id);
     if (sort?.needsCatalogue) needed.add(sort.column.id);
     if (!needed.size) return;
-    const known = await this.repo.knownMetricColumns(projectId, [...needed]);
+    const known = await this.catalogue.knownMetricColumns(projectId, [...needed]);
     const items = tree ? unknownMetricFaults(tree, known) : [];
     if (sort?.needsCatalogue && !known.has(sort.column.id)) {
       items.push({
@@ -219,7 +217,7 @@ export class SearchService {
   }
 
   /**
-   * One page of a search as the response body, JSON (services/search-page.ts): records decoded and
+   * One page of a search as the response body, JSON (domain/record-json.ts): records decoded and
    * serialized through the route's response schema, on the reader thread that read them (SQLite).
    */
   async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody): Promise<Buffer> {
@@ -250,7 +248,7 @@ export class SearchService {
       throw valueError(['body', 'end_time'], 'Value error, end_time is before start_time', body.end_time);
     }
     const types = TARGET_TYPES[target];
-    const present = await this.repo.typesPresent(projectId, runId, types, window);
+    const present = await this.catalogue.typesPresent(projectId, runId, types, window);
     const columns = [];
     for (const c of STANDARD_COLUMNS) {
       const applicable = c.applicableTypes.filter((t) => types.includes(t));
@@ -258,7 +256,12 @@ export class SearchService {
       columns.push(describeColumn(c, !applicable.some((t) => present.has(t)), applicable));
     }
     // The session route lists keys seen on any record of the run; traces and spans those seen on them.
-    const entries = await this.repo.catalogue(projectId, runId, window, target === 'sessions' ? null : types);
+    const entries = await this.catalogue.catalogue(
+      projectId,
+      runId,
+      window,
+      target === 'sessions' ? null : types,
+    );
     const byColumn = new Map<string, { types: Set<string>; dataTypes: Set<string> }>();
     for (const e of entries) {
       const slash = e.column_id.indexOf('/');
@@ -289,15 +292,5 @@ export class SearchService {
 }
 
 function timeField(value: string | null | undefined, field: string): number | null {
-  if (value === undefined || value === null) return null;
-  const us = parseTimestamp(value);
-  if (us === null) {
-    throw new ValidationError({
-      loc: ['body', field] as Loc,
-      msg: 'Input should be a valid datetime',
-      type: 'datetime_parsing',
-      input: value,
-    });
-  }
-  return us;
+  return value === undefined || value === null ? null : timestampAt(value, ['body', field]);
 }

@@ -11,9 +11,10 @@ import {
   WRITER_JOURNAL_SIZE_LIMIT,
   startCheckpointer,
 } from './checkpointer.ts';
+import type { Dialect } from '../query/sql-dialect.ts';
 import type { DB } from './tables.ts';
 
-export type Dialect = 'sqlite' | 'postgres';
+export type { Dialect };
 
 /** The store: a Kysely instance plus what dialect-specific code paths need. */
 export interface Store {
@@ -152,9 +153,4 @@ export function parseJson<T = unknown>(value: unknown): T | null {
 
 export function toJson(value: unknown): string | null {
   return value === undefined || value === null ? null : JSON.stringify(value);
-}
-
-/** `col LIKE %text%` with the text taken literally (both stores use backslash as the escape). */
-export function likePattern(text: string): string {
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }

@@ -4,13 +4,22 @@
  * This indexes a batch: one statement (one transaction, one snapshot) takes queued entries that no
  * other indexer holds (SKIP LOCKED), deletes them, and writes the records' current text. A search
  * reading the GIN hits plus the queued records in one snapshot so sees every record either queued or
- * indexed as it is (store/search.ts pgTextCandidates).
+ * indexed as it is (PgTextCandidates).
  *
  * Where two indexers hold entries of one record (it changed twice), the write of the later entry wins:
  * its indexer's snapshot holds the change that queued it, and a change after that is queued again.
  * Deleted records are skipped (their entries are dropped).
  */
 import { type Kysely, sql } from 'kysely';
+import type { FilterTree, Leaf } from '../query/filters.ts';
+import { likeContains } from '../query/sql-dialect.ts';
+import {
+  type TextCandidateSource,
+  type TextIndexer,
+  indexedColumn,
+  indexedContainsLeaves,
+} from './search-query.ts';
+import type { DB } from './tables.ts';
 
 /** Queue entries one indexing statement takes. */
 export const PG_TEXT_BATCH = 500;
@@ -61,7 +70,8 @@ export async function requeueAllPg(db: Kysely<any>): Promise<void> {
  * The background job of one process: indexes batches while entries are queued, then looks again
  * every `idleMs`. Failures (a lost connection, a deadlock with another indexer) are retried later.
  */
-export class PgTextIndexer {
+export class PgTextIndexer implements TextIndexer {
+  readonly enabled = true;
   private running = false;
   private loop: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -127,5 +137,66 @@ export class PgTextIndexer {
 
   rebuild(): Promise<void> {
     return requeueAllPg(this.db);
+  }
+}
+
+/** The leaves of `indexedContainsLeaves` with a term of a trigram or more (and no NUL). */
+export function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
+  return indexedContainsLeaves(tree).filter((l) => {
+    const term = l.value as string;
+    return Array.from(term).length >= 3 && !term.includes('\u0000');
+  });
+}
+
+/**
+ * PostgreSQL text candidates: for each `contains` leaf on an indexed column, the ids of the records
+ * that may match: the trigram index's hits (`records_text`) plus every record queued for it. Leaves
+ * whose term has fewer than 3 characters, or that hit more than `cap` records, get none (they scan);
+ * so do all when more than that are queued. Must run in the page query's snapshot.
+ */
+export class PgTextCandidates implements TextCandidateSource {
+  /** Whether the text index has its GIN indexes (pg_trgm was there; migration 008). */
+  private ready: Promise<boolean> | null = null;
+
+  constructor(public cap = 20_000) {}
+
+  async candidates(db: Kysely<DB>, tree: FilterTree | null): Promise<Map<Leaf, string[]>> {
+    const out = new Map<Leaf, string[]>();
+    const leaves = pgIndexableLeaves(tree);
+    if (!leaves.length) return out;
+    this.ready ??= sql<{
+      found: boolean;
+    }>`select to_regclass('records_text_input_trgm') is not null as found`
+      .execute(db)
+      .then(
+        (r) => !!r.rows[0]?.found,
+        () => {
+          this.ready = null;
+          return false;
+        },
+      );
+    if (!(await this.ready)) return out;
+    const cap = this.cap;
+    const { rows: queuedRows } = await sql<{
+      id: string;
+    }>`select id from records_text_queue limit ${cap + 1}`.execute(db);
+    if (queuedRows.length > cap) return out;
+    const queued = [...new Set(queuedRows.map((r) => r.id))];
+    for (const leaf of leaves) {
+      // The index holds lower(text); lower() maps character by character on PostgreSQL, so every
+      // match, case-sensitive or not, is a match of the lowered texts.
+      const hit = sql`${sql.ref(indexedColumn(leaf))} like lower(${likeContains(leaf.value as string)}::text)`;
+      // A term the planner expects in more records than the cap is common: scanning in sort order
+      // finds a page sooner than collecting the index's hits (a bitmap of every hit, each rechecked)
+      // only to learn there are too many.
+      const plan = await sql<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>`explain (format json)
+        select id from records_text where ${hit}`.execute(db);
+      if (Number(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows']) > cap) continue;
+      const { rows } = await sql<{ id: string }>`select id from records_text where ${hit}
+        limit ${cap + 1 - queued.length}`.execute(db);
+      if (rows.length + queued.length > cap) continue;
+      out.set(leaf, [...rows.map((r) => r.id), ...queued]);
+    }
+    return out;
   }
 }

@@ -3,7 +3,7 @@
  * file of their own beside the database (`<name>-text.db`, attached as `text`), so that indexing
  * takes that file's write lock and never the records'. Ingestion only notes changed rows in
  * `records_text_queue` (triggers, migration 004); a background thread indexes them shortly after
- * (search-worker.ts) and records in the index file how far in the queue it got; searches check the
+ * (indexer-thread.ts) and records in the index file how far in the queue it got; searches check the
  * rows queued beyond that directly, so answers stay exact. The main thread trims the taken entries.
  *
  * The index holds lower-cased text: one index serves case-sensitive and case-insensitive `contains`.
@@ -12,6 +12,11 @@
  */
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
+import { type Kysely, sql } from 'kysely';
+import type { Leaf } from '../query/filters.ts';
+import type { FilterTree } from '../query/filters.ts';
+import { type TextCandidateSource, indexedColumn, indexedContainsLeaves } from './search-query.ts';
+import type { DB } from './tables.ts';
 
 /** The trigram indexes: one per group of record types a search reads. */
 export const TEXT_GROUPS = ['session', 'trace', 'span'] as const;
@@ -190,4 +195,90 @@ export function indexQueued(h: SQLite.Database, budgetMs: number): number {
     taken += batch.length;
   }
   return taken;
+}
+
+const MAX_TRIGRAMS = 4;
+
+/** Query text for the FTS5 trigram index, or null when the index cannot narrow the search. */
+export function trigramQuery(
+  column: 'input' | 'output',
+  term: string,
+  caseSensitive: boolean,
+): string | null {
+  // The index holds lower-cased text. A case-sensitive match is a match of the lower-cased texts
+  // unless the term holds a capital sigma (the only context-dependent lower-casing).
+  if (caseSensitive && term.includes('\u03a3')) return null;
+  const cps = Array.from(term.toLowerCase());
+  if (cps.length < 3 || cps.includes('\0')) return null;
+  const grams = new Set<string>();
+  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps.slice(i, i + 3).join(''));
+  // A few trigrams spread over the term narrow as well as all of them (each record is checked
+  // exactly afterwards) and intersect far fewer posting lists.
+  let list = [...grams];
+  if (list.length > MAX_TRIGRAMS) {
+    const step = (list.length - 1) / (MAX_TRIGRAMS - 1);
+    list = Array.from({ length: MAX_TRIGRAMS }, (_, i) => list[Math.round(i * step)]);
+  }
+  return `${column} : (${list.map((g) => `"${g.replace(/"/g, '""')}"`).join(' AND ')})`;
+}
+
+/**
+ * SQLite text candidates: for each `contains` leaf on an indexed column, the rowids that may match:
+ * the trigram index's hits (in the indexes of `types`, default all) plus every row not indexed yet
+ * (queued). Without an index file (an in-memory database) there are none.
+ */
+export class SqliteTextCandidates implements TextCandidateSource {
+  private readonly indexed: boolean;
+
+  constructor(
+    h: SQLite.Database,
+    public cap = 20_000,
+  ) {
+    // The index file, attached on this connection (file databases only).
+    this.indexed = attachTextIndex(h);
+  }
+
+  async candidates(
+    db: Kysely<DB>,
+    tree: FilterTree | null,
+    types?: readonly string[],
+  ): Promise<Map<Leaf, number[]>> {
+    const out = new Map<Leaf, number[]>();
+    if (!tree || !this.indexed) return out;
+    const leaves = indexedContainsLeaves(tree);
+    if (!leaves.length) return out;
+    const tables = textTables(types);
+    // Read the index file first (its position in the queue), then the queue: the queue's snapshot is then
+    // at least as new as the index's, so every record is in the index as it is now or queued beyond
+    // that position.
+    const { rows: pos } = await sql<{ value: string }>`select value from text.meta where key = 'seq'`.execute(
+      db,
+    );
+    const indexed = Number(pos[0]?.value ?? 0);
+    const { rows: queuedRows } = await sql<{
+      rid: number;
+    }>`select distinct rid from records_text_queue where seq > ${indexed} limit ${this.cap + 1}`.execute(db);
+    const queued = queuedRows.map((r) => r.rid);
+    if (queued.length > this.cap) return out;
+    for (const leaf of leaves) {
+      const match = trigramQuery(
+        indexedColumn(leaf),
+        leaf.value as string,
+        (leaf as { caseSensitive: boolean }).caseSensitive,
+      );
+      if (match === null) continue;
+      const hits: number[] = [];
+      for (const table of tables) {
+        // The MATCH column is the table's own name, unqualified.
+        const { rows } = await sql<{ rowid: number }>`select rowid from ${sql.table(table)} where ${sql.id(
+          table.slice(table.indexOf('.') + 1),
+        )} match ${match} limit ${this.cap + 1 - hits.length}`.execute(db);
+        for (const r of rows) hits.push(r.rowid);
+        if (hits.length > this.cap) break;
+      }
+      if (hits.length + queued.length > this.cap) continue;
+      out.set(leaf, [...hits, ...queued]);
+    }
+    return out;
+  }
 }

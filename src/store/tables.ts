@@ -3,6 +3,8 @@
  * JSON columns are TEXT on SQLite and JSONB on PostgreSQL (write with JSON.stringify, read with
  * parseJson); booleans are 0/1 integers on both so that compiled filters read the same.
  */
+import type { RecordRow } from '../domain/records.ts';
+
 export interface UsersTable {
   id: string;
   email: string;
@@ -71,47 +73,6 @@ export interface RunsTable {
   num_traces: number;
   num_spans: number;
   has_user_created_sessions: number;
-}
-
-/**
- * Every trace, span and session. Common metrics are real columns; the rest is JSON.
- * `input_text`/`output_text` hold the flattened text of input and output that text filters use.
- */
-export interface RecordsTable {
-  id: string;
-  project_id: string;
-  run_id: string;
-  /** trace | agent | workflow | llm | tool | retriever | control | http | session */
-  type: string;
-  session_id: string | null;
-  trace_id: string | null;
-  parent_id: string | null;
-  name: string;
-  created_at: number;
-  updated_at: number;
-  is_complete: number;
-  status_code: number | null;
-  duration_ns: number | null;
-  num_input_tokens: number | null;
-  num_output_tokens: number | null;
-  num_total_tokens: number | null;
-  num_cache_read_input_tokens: number | null;
-  num_cache_creation_input_tokens: number | null;
-  time_to_first_token_ns: number | null;
-  model: string | null;
-  external_id: string | null;
-  error_message: string | null;
-  input_text: string | null;
-  output_text: string | null;
-  /** Other metric keys (JSON object of numbers). */
-  metrics: string | null;
-  user_metadata: string | null;
-  dataset_metadata: string | null;
-  tags: string | null;
-  /** Everything else the client sent (input/output as JSON, model parameters, tools, ...). */
-  body: string | null;
-  /** num_traces for sessions, num_spans for traces. */
-  num_children: number;
 }
 
 /**
@@ -259,7 +220,11 @@ export interface DB {
   projects: ProjectsTable;
   project_collaborators: ProjectCollaboratorsTable;
   runs: RunsTable;
-  records: RecordsTable;
+  /**
+   * Every trace, span and session, in the shape ingestion writes (domain/records.ts RecordRow):
+   * common metrics are real columns, the rest is JSON.
+   */
+  records: RecordRow;
   column_catalogue: ColumnCatalogueTable;
   token_usage: TokenUsageTable;
   dashboards: DashboardsTable;

@@ -71,7 +71,7 @@ if (storesUnderTest().includes('postgres')) {
           [{ column_id: 'input', operator: 'contains', value, case_sensitive: false, type: 'text' }],
           ['body'],
         );
-        const found = await s.running.services.search.repo.pgTextCandidates(db(), tree);
+        const found = await s.running.services.search.repo.text.candidates(db(), tree);
         return [...found.values()].flat().sort();
       };
       const queued = await candidates('BROWN');

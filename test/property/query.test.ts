@@ -396,7 +396,7 @@ for (const store of storesUnderTest()) {
               const sid = sessionIds.includes(key) ? key : undefined;
               await ingestTraces(s, projectId, logStreamId, batch, sid ? { session_id: sid } : {});
             }
-            search.repo.candidateCap = dataset.candidateCap;
+            search.repo.text.cap = dataset.candidateCap;
             if (dataset.index !== 'none') await search.indexer.drain();
             const readRows = async () =>
               (

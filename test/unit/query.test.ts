@@ -13,7 +13,7 @@ import {
 } from '../../src/query/filters.ts';
 import { validateSort } from '../../src/query/sorts.ts';
 import { ValidationError } from '../../src/domain/errors.ts';
-import { trigramQuery } from '../../src/store/search.ts';
+import { trigramQuery } from '../../src/store/search-text.ts';
 import {
   Kysely,
   PostgresAdapter,

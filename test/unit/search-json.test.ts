@@ -15,16 +15,16 @@ import {
   encodeIo,
 } from '../../src/domain/records.ts';
 import { RecordSchema } from '../../src/schemas/records.ts';
-import { recordJson } from '../../src/services/search-page.ts';
+import { recordJson } from '../../src/domain/record-json.ts';
 import { openSqlite } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { SearchRepo } from '../../src/store/search.ts';
+import { SqliteSearch } from '../../src/store/search-sqlite.ts';
 import { pageJsonStatement } from '../../src/store/search-json.ts';
 
 const store = openSqlite(':memory:');
 await migrate(store);
 const h = store.sqlite!;
-const repo = new SearchRepo(store, { readers: 0 });
+const repo = new SqliteSearch(store, { readers: 0 });
 after(() => store.db.destroy());
 
 const insert = h.prepare(

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { openSqlite } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
-import { SearchRepo } from '../../src/store/search.ts';
+import { SqliteSearch } from '../../src/store/search-sqlite.ts';
 
 test('a reader thread starts ahead of the first search when there are records, not on an empty store', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-readers-'));
@@ -17,7 +17,7 @@ test('a reader thread starts ahead of the first search when there are records, n
   });
   await migrate(store);
 
-  const empty = new SearchRepo(store);
+  const empty = new SqliteSearch(store);
   t.after(() => empty.close());
   empty.warmReaders();
   assert.equal(empty.readerThreads, 0, 'an empty store starts no reader');
@@ -27,7 +27,7 @@ test('a reader thread starts ahead of the first search when there are records, n
       "insert into records (id, project_id, run_id, type, created_at, updated_at) values (?, 'p', 'r', 'session', 1, 1)",
     )
     .run(randomUUID());
-  const used = new SearchRepo(store);
+  const used = new SqliteSearch(store);
   t.after(() => used.close());
   used.warmReaders();
   used.warmReaders();

@@ -32,9 +32,9 @@ async function emptyBodyIsObject(req: FastifyRequest) {
 }
 
 export default async function dashboardRoutes(app: FastifyInstance) {
-  const { dashboards } = app.services;
+  const { dashboards, widgetData } = app.services;
   // Widget-data reader threads (SQLite) stop with the app.
-  app.addHook('onClose', async () => dashboards.close());
+  app.addHook('onClose', async () => widgetData.close());
 
   app.put<{ Params: P; Querystring: { trends_dashboard_id?: string | null }; Body: DashboardInput }>(
     BASE,
@@ -138,7 +138,7 @@ export default async function dashboardRoutes(app: FastifyInstance) {
       },
     },
     async (req) =>
-      dashboards.query(
+      widgetData.query(
         req.caller,
         req.params.project_id,
         req.params.log_stream_id,

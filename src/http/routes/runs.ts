@@ -1,41 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ValidationError } from '../../domain/errors.ts';
-import { parseTimestamp } from '../../domain/time.ts';
 import { ProjectParams, Uuid, withErrors } from '../../schemas/common.ts';
 import { CreateRun, Run, RunsPage, SearchRuns } from '../../schemas/projects.ts';
-import type { RunFilter, RunKind } from '../../store/runs.ts';
-
-/** Schema-valid filters → repository filters (defaults applied, date-times in microseconds). */
-function toRunFilters(filters: any[]): RunFilter[] {
-  return filters.map((f, i) => {
-    if (f.name === 'created_at' || f.name === 'updated_at') {
-      const value = parseTimestamp(f.value);
-      if (value === null) {
-        throw new ValidationError({
-          loc: ['body', 'filters', i, 'value'],
-          msg: 'Input should be a valid datetime',
-          type: 'datetime_parsing',
-          input: f.value,
-        });
-      }
-      return { name: f.name, operator: f.operator, value };
-    }
-    const operator = f.operator ?? 'eq';
-    const listOp = operator === 'one_of' || operator === 'not_in';
-    if (listOp !== Array.isArray(f.value)) {
-      throw new ValidationError({
-        loc: ['body', 'filters', i, 'value'],
-        msg: listOp
-          ? `Operator '${operator}' takes a list of strings`
-          : `Operator '${operator}' takes one string`,
-        type: listOp ? 'list_type' : 'string_type',
-        input: f.value,
-      });
-    }
-    return { name: f.name, operator, value: f.value, case_sensitive: f.case_sensitive ?? true };
-  });
-}
+import type { RunKind } from '../../services/runs.ts';
 
 export default async function runRoutes(app: FastifyInstance) {
   const { runs } = app.services;
@@ -81,7 +48,7 @@ export default async function runRoutes(app: FastifyInstance) {
     async (req) => {
       const b = req.body as any;
       return runs.search(req.caller, req.params.project_id, {
-        filters: toRunFilters(b.filters ?? []),
+        filters: b.filters ?? [],
         sort: b.sort
           ? { name: b.sort.name, ascending: b.sort.ascending ?? true }
           : { name: 'created_at', ascending: false },

@@ -1,0 +1,38 @@
+/**
+ * What the main thread asks of a reader thread (reader-thread.ts) and what it answers, declared once
+ * for both sides: each call's arguments and result.
+ */
+import type { PageFormat } from '../domain/record-json.ts';
+import type { RecordRow } from '../domain/records.ts';
+import type { RecordSearch } from './search-query.ts';
+import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
+
+export interface ReaderCalls {
+  /** The rows of a record search. */
+  rows: { args: { query: RecordSearch; candidateCap: number }; result: RecordRow[] };
+  /** A search page as its response body (UTF-8 JSON), made on the thread and moved, not copied. */
+  page: { args: { query: RecordSearch; candidateCap: number; page: PageFormat }; result: Uint8Array };
+  /** The cells of some buckets of a widget-data query. */
+  cells: { args: CellJob; result: ThreadCells };
+  /** A grouped scan of some buckets, kept by the thread under the request's id, and its group counts. */
+  scan: { args: CellJob; result: { groups: unknown[]; counts: Float64Array } };
+  /** The cells of the shown groups from a kept scan (which the thread then drops). */
+  take: { args: { scan: number; shown: unknown[]; totalMetrics: number[] }; result: TakenCells };
+  /** Drops a kept scan. */
+  drop: { args: { scan: number }; result: null };
+}
+
+export type ReaderCall = keyof ReaderCalls;
+
+export type ReaderRequest = {
+  [K in ReaderCall]: { id: number; call: K; args: ReaderCalls[K]['args'] };
+}[ReaderCall];
+
+export type ReaderReply =
+  | { id: number; result: ReaderCalls[ReaderCall]['result'] }
+  | { id: number; error: { message: string; code?: string } };
+
+/** A reader thread's data: the database file it opens. */
+export interface ReaderData {
+  file: string;
+}

@@ -1,0 +1,89 @@
+/**
+ * A reader thread (SQLite): its own connection to the database file answers the calls of
+ * reader-protocol.ts, off the main thread where requests and ingestion run: record searches
+ * (search-sqlite.ts) and widget data (widget-cells-sqlite.ts), each loaded on its first call.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { GroupScan } from '../domain/cell-aggregates.ts';
+import { CellCollector, cellBuffers } from '../domain/cell-columns.ts';
+import { openSqlite } from './db.ts';
+import type { ReaderCalls, ReaderData, ReaderReply, ReaderRequest } from './reader-protocol.ts';
+import type { SqliteSearch } from './search-sqlite.ts';
+import { type CellQuery, aggregateSpecs } from './widget-cells.ts';
+import type { SqliteWidgetCells } from './widget-cells-sqlite.ts';
+
+const store = openSqlite((workerData as ReaderData).file);
+// Read the database file through a memory map (up to SQLite's 2 GiB limit): scans of many rows then
+// cost no system call per page.
+store.sqlite!.pragma('mmap_size = 2147418112');
+
+let search: SqliteSearch | null = null;
+let widgets: SqliteWidgetCells | null = null;
+const searchStore = async () =>
+  (search ??= new (await import('./search-sqlite.ts')).SqliteSearch(store, { readers: 0 }));
+const widgetStore = async () =>
+  (widgets ??= new (await import('./widget-cells-sqlite.ts')).SqliteWidgetCells(store, { readers: 0 }));
+
+/** Grouped scans kept until the main thread takes their shown groups' cells (or drops them). */
+const kept = new Map<number, { scan: GroupScan; q: CellQuery }>();
+
+/** Answers a call, with the buffers to move (not copy) to the main thread. */
+async function answer(
+  msg: ReaderRequest,
+): Promise<{ result: ReaderCalls[typeof msg.call]['result']; moved: ArrayBuffer[] }> {
+  switch (msg.call) {
+    case 'rows': {
+      const repo = await searchStore();
+      repo.text.cap = msg.args.candidateCap;
+      return { result: await repo.searchHere(msg.args.query), moved: [] };
+    }
+    case 'page': {
+      // The page is made here: no row crosses threads, and rendering runs here rather than on the
+      // main thread.
+      const repo = await searchStore();
+      repo.text.cap = msg.args.candidateCap;
+      const body = await repo.pageBodyHere(msg.args.query, msg.args.page);
+      return { result: body, moved: [body.buffer as ArrayBuffer] };
+    }
+    case 'cells': {
+      const { q, from, to, totals } = msg.args;
+      const result = await (await widgetStore()).cellsHere(q, { from, to, totals });
+      return { result, moved: [...cellBuffers(result.cells), ...cellBuffers(result.percentileTotals)] };
+    }
+    case 'scan': {
+      const { q, from, to } = msg.args;
+      const scan = await (await widgetStore()).scanHere(q, { from, to });
+      kept.set(msg.id, { scan, q });
+      const result = scan.groupCounts();
+      return { result, moved: [result.counts.buffer as ArrayBuffer] };
+    }
+    case 'take': {
+      const entry = kept.get(msg.args.scan);
+      kept.delete(msg.args.scan);
+      if (!entry) throw new Error('no such scan');
+      const specs = aggregateSpecs(entry.q.metrics, false);
+      const out = new CellCollector(specs.map((s) => s.name));
+      out.addColumns(entry.scan.cells(specs, msg.args.shown));
+      const cells = out.done();
+      const values = entry.scan.groupValues(msg.args.totalMetrics, msg.args.shown);
+      const moved = [...cellBuffers(cells), ...values.flatMap((v) => [v.start.buffer, v.values.buffer])];
+      return { result: { cells, values }, moved: moved as ArrayBuffer[] };
+    }
+    case 'drop':
+      kept.delete(msg.args.scan);
+      return { result: null, moved: [] };
+  }
+}
+
+parentPort!.on('message', async (msg: ReaderRequest) => {
+  try {
+    const { result, moved } = await answer(msg);
+    parentPort!.postMessage({ id: msg.id, result } satisfies ReaderReply, moved);
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    parentPort!.postMessage({
+      id: msg.id,
+      error: { message: e.message, code: e.code },
+    } satisfies ReaderReply);
+  }
+});

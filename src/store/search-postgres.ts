@@ -1,0 +1,56 @@
+/**
+ * Record search on PostgreSQL: the page query on the pool. With text candidates to look up
+ * (search-text-pg.ts), they and the page are read in one snapshot (a repeatable-read transaction):
+ * every record is then either indexed as it is in that snapshot or queued.
+ */
+import type { Kysely } from 'kysely';
+import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts';
+import type { RecordRow, StoredRecord } from '../domain/records.ts';
+import type { TextCandidates } from '../query/compile.ts';
+import type { Store } from './db.ts';
+import { type RecordSearch, type SearchStore, pageQuery } from './search-query.ts';
+import { PgTextCandidates, pgIndexableLeaves } from './search-text-pg.ts';
+import type { DB } from './tables.ts';
+
+export class PgSearch implements SearchStore {
+  readonly text: PgTextCandidates;
+  readonly readerThreads = 0;
+
+  constructor(
+    private readonly store: Store,
+    opts: { candidateCap?: number } = {},
+  ) {
+    this.text = new PgTextCandidates(opts.candidateCap);
+  }
+
+  /** No reader threads: the pool's connections answer. */
+  warmReaders(): void {}
+
+  async close(): Promise<void> {}
+
+  /** The page query (without running it), given text candidates already looked up. */
+  pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
+    return pageQuery(db.selectFrom('records').selectAll('records'), q, { dialect: 'postgres', candidates });
+  }
+
+  async search(q: RecordSearch): Promise<RecordRow[]> {
+    if (!pgIndexableLeaves(q.tree).length) return this.pageQuery(this.store.db, q).execute();
+    return this.store.db
+      .transaction()
+      .setIsolationLevel('repeatable read')
+      .setAccessMode('read only')
+      .execute(async (trx) => this.pageQuery(trx, q, await this.text.candidates(trx, q.tree)).execute());
+  }
+
+  async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
+    const rows = await this.search(q);
+    const more = rows.length > page.limit;
+    const shown = (more ? rows.slice(0, page.limit) : rows) as unknown as StoredRecord[];
+    return pageBody(
+      shown.map((r) => Buffer.from(recordJson(r, page.includeCounts))),
+      shown.length ? shown[shown.length - 1].id : null,
+      more,
+      page,
+    );
+  }
+}

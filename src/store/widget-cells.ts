@@ -1,0 +1,195 @@
+/**
+ * Widget data, the part both stores share: what a query asks (CellQuery), what it answers
+ * (WidgetCells), the interface each store implements (widget-cells-sqlite.ts, widget-cells-pg.ts),
+ * and the aggregate statement, written once over the store's SQL dialect: percentiles by SQLite's
+ * percentile_disc and by an ordered array on PostgreSQL, with the same definition
+ * (domain/dashboards.ts).
+ */
+import { type RawBuilder, sql } from 'kysely';
+import type { AggregateSpec, GroupValues } from '../domain/cell-aggregates.ts';
+import { type CellColumns, type CellRow, rankGroups } from '../domain/cell-columns.ts';
+import { type TextCandidates, columnValue, compileFilterTree } from '../query/compile.ts';
+import type { ColumnDef } from '../query/columns.ts';
+import type { FilterTree } from '../query/filters.ts';
+import type { SqlDialect } from '../query/sql-dialect.ts';
+
+/** One metric the widgets aggregate: a column read as a number or as a boolean (1/0). */
+export interface MetricSpec {
+  /** Prefix of this metric's aggregate columns in a cell (`m0_n`, `m0_sum`, ...). */
+  key: string;
+  column: ColumnDef;
+  kind: 'number' | 'boolean' | 'any';
+  /** Which aggregates the widgets need besides the count of present values. */
+  needs: Set<'sum' | 'min' | 'max' | 'true'>;
+  /** Percentiles (50, 90, 95, 99) the widgets need. */
+  percentiles: Set<number>;
+  /**
+   * Percentiles also wanted over the whole range per group (the `total` of number and table widgets).
+   * Unlike counts and sums they cannot be merged from the buckets: they take one more pass.
+   */
+  totalPercentiles: Set<number>;
+}
+
+export interface CellQuery {
+  runId: string;
+  /** Range [startUs, endUs) of created_at. */
+  startUs: number;
+  endUs: number;
+  /** Start of bucket 0 and the bucket size. */
+  firstUs: number;
+  sizeUs: number;
+  buckets: number;
+  tree: FilterTree | null;
+  group: ColumnDef | null;
+  metrics: MetricSpec[];
+}
+
+/**
+ * Widget data: the groups shown (`[null]` without a group column) and how many there are, their
+ * cells, and their whole-range percentile totals (null when no widget needs them).
+ */
+export interface WidgetCells {
+  shown: unknown[];
+  groupCount: number;
+  cells: CellRow[];
+  percentileTotals: CellRow[] | null;
+}
+
+/** A store's widget data. */
+export interface WidgetCellsStore {
+  /**
+   * The cells of the groups shown (at most `groupLimit` with a group column, by records over the
+   * whole range, most first) and, for the percentiles in `totalPercentiles` (which cannot be merged
+   * from buckets), their values per group over the whole range.
+   */
+  cells(q: CellQuery, groupLimit: number): Promise<WidgetCells>;
+  close(): Promise<void>;
+}
+
+/** What one thread computed: cells of some buckets, and the percentile totals when asked. */
+export interface ThreadCells {
+  cells: CellColumns;
+  percentileTotals: CellColumns | null;
+}
+
+/** One piece of a query for a reader thread: the query and which buckets. */
+export interface CellJob {
+  q: CellQuery;
+  from: number;
+  to: number;
+  totals: boolean;
+}
+
+/** The cells of the shown groups from a kept scan, and their values of some metrics. */
+export interface TakenCells {
+  cells: CellColumns;
+  values: GroupValues[];
+}
+
+/**
+ * The aggregate columns of a cell, in order: the record count `n`, then per metric `<key>_n` and
+ * what its widgets need; only the whole-range percentiles for `percentilesOnly`.
+ */
+export function aggregateSpecs(metrics: readonly MetricSpec[], percentilesOnly: boolean): AggregateSpec[] {
+  const specs: AggregateSpec[] = [];
+  if (!percentilesOnly) specs.push({ name: 'n', op: 'n', metric: -1 });
+  metrics.forEach((m, metric) => {
+    if (!percentilesOnly) {
+      specs.push({ name: `${m.key}_n`, op: 'count', metric });
+      for (const op of ['sum', 'min', 'max', 'true'] as const)
+        if (m.needs.has(op)) specs.push({ name: `${m.key}_${op}`, op, metric });
+    }
+    for (const percent of percentilesOnly ? m.totalPercentiles : m.percentiles)
+      specs.push({ name: `${m.key}_p${percent}`, op: 'percentile', metric, percent });
+  });
+  return specs;
+}
+
+/** How a group_by column is read: metadata keys by their string values, other columns as they are. */
+export function groupExpr(column: ColumnDef, d: SqlDialect): RawBuilder<unknown> {
+  const src = column.source;
+  const want = src.kind === 'json' && src.column === 'metrics' ? 'number' : 'text';
+  return columnValue(column, want, d).expr;
+}
+
+/** The bucket of a record, or -1 where a statement covers a single bucket or the whole range. */
+export function bucketExpr(q: CellQuery, bucket: boolean): RawBuilder<unknown> {
+  const big = (v: number) => sql`cast(${v} as bigint)`;
+  return bucket ? sql`(records.created_at - ${big(q.firstUs)}) / ${big(q.sizeUs)}` : sql`-1`;
+}
+
+/** The records of the run in [low, high) that pass the filters (`candidates`: their text candidates). */
+export function cellWhere(
+  q: CellQuery,
+  o: { low: number; high: number },
+  d: SqlDialect,
+  candidates?: TextCandidates,
+) {
+  const where = [
+    sql`records.run_id = ${q.runId}`,
+    sql`records.created_at >= ${o.low}`,
+    sql`records.created_at < ${o.high}`,
+  ];
+  if (q.tree) where.push(sql`${compileFilterTree(q.tree, { dialect: d.name, candidates })}`);
+  return sql.join(where, sql` and `);
+}
+
+/**
+ * SELECT <bucket>, <group>, <aggregates> FROM records WHERE <run, range, filter>
+ * GROUP BY <bucket?>, <group>; `aggregates` names the columns after the first two.
+ */
+export function cellStatement(
+  q: CellQuery,
+  o: { bucket: boolean; percentilesOnly: boolean; low: number; high: number },
+  d: SqlDialect,
+  candidates?: TextCandidates,
+) {
+  const specs = aggregateSpecs(q.metrics, o.percentilesOnly);
+  const values = q.metrics.map((m) => columnValue(m.column, m.kind, d));
+  const parts = [bucketExpr(q, o.bucket), q.group ? groupExpr(q.group, d) : sql`null`];
+  for (const spec of specs) {
+    const v = values[spec.metric];
+    const x = v?.expr;
+    switch (spec.op) {
+      case 'n':
+        parts.push(sql`count(*)`);
+        break;
+      case 'count':
+        parts.push(v.nullable ? sql`count(${x})` : sql`count(*)`);
+        break;
+      case 'sum':
+        parts.push(d.sum(x));
+        break;
+      case 'min':
+        parts.push(sql`min(${x})`);
+        break;
+      case 'max':
+        parts.push(sql`max(${x})`);
+        break;
+      case 'true':
+        parts.push(sql`sum(case when ${x} = 1 then 1 else 0 end)`);
+        break;
+      case 'percentile':
+        parts.push(d.percentile(x, spec.percent!));
+        break;
+    }
+  }
+  const names = ['b', 'g', ...specs.map((a) => a.name)];
+  const select = sql.join(parts.map((e, i) => sql`${e} as ${sql.id(names[i])}`));
+  const from = sql`select ${select} from records where ${cellWhere(q, o, d, candidates)}`;
+  const aggregates = names.slice(2);
+  // Without a bucket column the statement covers one bucket (or none): it groups by the group alone,
+  // and without a group it needs no GROUP BY (so no sort) at all.
+  if (o.bucket) return { query: sql<CellRow>`${from} group by 1, 2`, aggregates };
+  return { query: q.group ? sql<CellRow>`${from} group by 2` : sql<CellRow>`${from}`, aggregates };
+}
+
+/** The groups a query shows, by their record counts (`[null]` without a group column), and how many there are. */
+export function shownGroups(
+  q: CellQuery,
+  counts: Map<unknown, number>,
+  groupLimit: number,
+): { shown: unknown[]; groupCount: number } {
+  const ranked = rankGroups(counts, q.group ? groupLimit : 1);
+  return { shown: q.group ? ranked.shown : [null], groupCount: ranked.count };
+}
