@@ -5,7 +5,7 @@
  * SQLite has no hash aggregation: GROUP BY sorts every matching row, which over 1,000,000 records
  * costs more than the scan itself. The SQLite reader therefore reads each bucket's values as JSON
  * arrays (one aggregate call per column, no sort) and groups them here. The definitions are those
- * of the SQL (store/dashboards.ts) and of `aggregate` (domain/dashboards.ts).
+ * of the SQL (store/widget-cells.ts) and of `aggregate` (domain/dashboards.ts).
  */
 import { percentileIndex } from './dashboards.ts';
 

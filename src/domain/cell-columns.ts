@@ -23,7 +23,7 @@ export interface CellColumns {
 /**
  * One cell as an object: `b` the bucket index (-1 in totals), `g` the group value (null without
  * group_by), `n` the matching records, and per metric `<key>_n` (records with a value),
- * `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`, `<key>_p<percent>` (store/dashboards.ts
+ * `<key>_sum`, `<key>_min`, `<key>_max`, `<key>_true`, `<key>_p<percent>` (store/widget-cells.ts
  * aggregateSpecs).
  */
 export type CellRow = { b: number; g: unknown; n: number } & Record<string, unknown>;

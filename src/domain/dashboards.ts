@@ -3,6 +3,7 @@
  * bucket boundaries, and the definitions of the widget aggregations (percentile rank, averages,
  * percentages) shared by the SQL and the TypeScript computations.
  */
+import type { ErrorItem } from './errors.ts';
 
 export const AGGREGATIONS = [
   'Count',
@@ -164,4 +165,63 @@ export function aggregate(agg: Aggregation, values: (number | boolean | null | u
 /** 100 × part / whole, or null for an empty whole. */
 export function percentage(part: number, whole: number): number | null {
   return whole === 0 ? null : (100 * part) / whole;
+}
+
+/**
+ * A time range from a body (dashboard PUT or query): the changes to make to `current`, or faults.
+ * `relative_time` and an absolute pair are exclusive; giving one clears the other. An absolute pair
+ * may be completed from the current absolute range (give only start_time to move the start).
+ */
+export function applyTimeRange(
+  body: { start_time?: number | null; end_time?: number | null; relative_time?: string | null },
+  current: { start_time: number | null; end_time: number | null; relative_time: string | null },
+  faults: ErrorItem[],
+): { start_time: number | null; end_time: number | null; relative_time: string | null } | null {
+  const rel = body.relative_time ?? null;
+  const start = body.start_time ?? null;
+  const end = body.end_time ?? null;
+  if (rel !== null && (start !== null || end !== null)) {
+    faults.push({
+      loc: ['body'],
+      msg: 'Value error, give start_time and end_time, or relative_time, not both',
+      type: 'value_error',
+    });
+    return null;
+  }
+  if (rel !== null) {
+    const problem = relativeTimeProblem(rel);
+    if (problem) {
+      faults.push({
+        loc: ['body', 'relative_time'],
+        msg: `Value error, ${problem}`,
+        type: 'value_error',
+        input: rel,
+      });
+      return null;
+    }
+    return { relative_time: rel, start_time: null, end_time: null };
+  }
+  if (start === null && end === null) return null;
+  const absolute = current.relative_time === null;
+  const s = start ?? (absolute ? current.start_time : null);
+  const e = end ?? (absolute ? current.end_time : null);
+  if (s === null || e === null) {
+    const missing = s === null ? 'start_time' : 'end_time';
+    faults.push({
+      loc: ['body', missing],
+      msg: `Value error, give start_time and end_time together (the range is relative, so there is no ${missing} to keep)`,
+      type: 'value_error',
+    });
+    return null;
+  }
+  if (s >= e) {
+    faults.push({
+      loc: ['body'],
+      msg: 'Value error, start_time must be before end_time',
+      type: 'value_error',
+      input: { start_time: s, end_time: e },
+    });
+    return null;
+  }
+  return { relative_time: null, start_time: s, end_time: e };
 }

@@ -1,4 +1,4 @@
-import { type Aggregation, relativeTimeProblem, resolveRange } from '../domain/dashboards.ts';
+import { type Aggregation, applyTimeRange, resolveRange } from '../domain/dashboards.ts';
 import { type ErrorItem, ValidationError, notFound } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { rejectUnstorable, textFaults } from '../domain/text.ts';
@@ -103,65 +103,6 @@ function describeDashboard(d: DashboardRow, sections: SectionRow[], widgets: Wid
 
 export const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 const has = (o: object, k: string) => Object.hasOwn(o, k);
-
-/**
- * A time range from a body (dashboard PUT or query): the changes to make to `current`, or faults.
- * `relative_time` and an absolute pair are exclusive; giving one clears the other. An absolute pair
- * may be completed from the current absolute range (give only start_time to move the start).
- */
-export function applyTimeRange(
-  body: { start_time?: number | null; end_time?: number | null; relative_time?: string | null },
-  current: { start_time: number | null; end_time: number | null; relative_time: string | null },
-  faults: ErrorItem[],
-): { start_time: number | null; end_time: number | null; relative_time: string | null } | null {
-  const rel = body.relative_time ?? null;
-  const start = body.start_time ?? null;
-  const end = body.end_time ?? null;
-  if (rel !== null && (start !== null || end !== null)) {
-    faults.push({
-      loc: ['body'],
-      msg: 'Value error, give start_time and end_time, or relative_time, not both',
-      type: 'value_error',
-    });
-    return null;
-  }
-  if (rel !== null) {
-    const problem = relativeTimeProblem(rel);
-    if (problem) {
-      faults.push({
-        loc: ['body', 'relative_time'],
-        msg: `Value error, ${problem}`,
-        type: 'value_error',
-        input: rel,
-      });
-      return null;
-    }
-    return { relative_time: rel, start_time: null, end_time: null };
-  }
-  if (start === null && end === null) return null;
-  const absolute = current.relative_time === null;
-  const s = start ?? (absolute ? current.start_time : null);
-  const e = end ?? (absolute ? current.end_time : null);
-  if (s === null || e === null) {
-    const missing = s === null ? 'start_time' : 'end_time';
-    faults.push({
-      loc: ['body', missing],
-      msg: `Value error, give start_time and end_time together (the range is relative, so there is no ${missing} to keep)`,
-      type: 'value_error',
-    });
-    return null;
-  }
-  if (s >= e) {
-    faults.push({
-      loc: ['body'],
-      msg: 'Value error, start_time must be before end_time',
-      type: 'value_error',
-      input: { start_time: s, end_time: e },
-    });
-    return null;
-  }
-  return { relative_time: null, start_time: s, end_time: e };
-}
 
 /** Trends dashboards of log streams: settings, widgets and sections (their data: widget-data.ts). */
 export class DashboardsService {

@@ -1,6 +1,6 @@
 /**
  * Record search (sessions, traces, spans) and available columns: access checks, scoping to a run,
- * filter and sort validation, and the page envelope. The SQL lives in store/search.ts, the column
+ * filter and sort validation, and the page envelope. The SQL lives in the store (store/search-query.ts and one file per dialect), the column
  * semantics in query/.
  */
 import { ValidationError, valueError } from '../domain/errors.ts';

@@ -2,6 +2,7 @@
 import {
   type Aggregation,
   MAX_BUCKETS,
+  applyTimeRange,
   aggregationNeeds,
   bucketLayout,
   resolveRange,
@@ -14,7 +15,7 @@ import type { MetricSpec, WidgetCellsStore } from '../store/widget-cells.ts';
 import type { Caller } from './auth.ts';
 import type { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns, staticColumn, storedTree } from './dashboard-columns.ts';
-import { type QueryInput, applyTimeRange, numOrNull } from './dashboards.ts';
+import { type QueryInput, numOrNull } from './dashboards.ts';
 
 const DEFAULT_GROUP_LIMIT = 10;
 

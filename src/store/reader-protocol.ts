@@ -3,13 +3,10 @@
  * for both sides: each call's arguments and result.
  */
 import type { PageFormat } from '../domain/record-json.ts';
-import type { RecordRow } from '../domain/records.ts';
 import type { RecordSearch } from './search-query.ts';
 import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
 
 export interface ReaderCalls {
-  /** The rows of a record search. */
-  rows: { args: { query: RecordSearch; candidateCap: number }; result: RecordRow[] };
   /** A search page as its response body (UTF-8 JSON), made on the thread and moved, not copied. */
   page: { args: { query: RecordSearch; candidateCap: number; page: PageFormat }; result: Uint8Array };
   /** The cells of some buckets of a widget-data query. */

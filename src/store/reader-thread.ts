@@ -32,11 +32,6 @@ async function answer(
   msg: ReaderRequest,
 ): Promise<{ result: ReaderCalls[typeof msg.call]['result']; moved: ArrayBuffer[] }> {
   switch (msg.call) {
-    case 'rows': {
-      const repo = await searchStore();
-      repo.text.cap = msg.args.candidateCap;
-      return { result: await repo.searchHere(msg.args.query), moved: [] };
-    }
     case 'page': {
       // The page is made here: no row crosses threads, and rendering runs here rather than on the
       // main thread.

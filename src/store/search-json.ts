@@ -2,7 +2,7 @@
  * SQLite: each record of a search page as its response JSON, built by the statement that reads it.
  *
  * The text is exactly what the route's response schema makes of `recordToApi(row)` (domain/records.ts,
- * schemas/records.ts RecordSchema, serialized with fast-json-stringify): the same fields, in the
+ * domain/record-json.ts RecordSchema, serialized with fast-json-stringify): the same fields, in the
  * schema's order, with the same values and the same bytes. The stored JSON columns (tags, metadata,
  * extra metrics) were written by JSON.stringify and are spliced as they are; strings are quoted by
  * json_quote, which escapes as JSON.stringify does. Only the fields of RecordSchema are written, each
@@ -15,7 +15,7 @@
  * test/unit/search-json.test.ts checks the two renderings agree, byte for byte.
  */
 import { PROMOTED_METRICS } from '../domain/records.ts';
-import { RecordSchema } from '../schemas/records.ts';
+import { RecordSchema } from '../domain/record-json.ts';
 
 /** The largest timestamp stored (µs; ingestion keeps integers within the safe range): year 2255. */
 const MAX_US = '9007199254740991';

@@ -33,7 +33,8 @@ export class PgSearch implements SearchStore {
     return pageQuery(db.selectFrom('records').selectAll('records'), q, { dialect: 'postgres', candidates });
   }
 
-  async search(q: RecordSearch): Promise<RecordRow[]> {
+  /** One page of records (up to `q.limit` rows), read in one snapshot. */
+  private async rows(q: RecordSearch): Promise<RecordRow[]> {
     if (!pgIndexableLeaves(q.tree).length) return this.pageQuery(this.store.db, q).execute();
     return this.store.db
       .transaction()
@@ -43,7 +44,7 @@ export class PgSearch implements SearchStore {
   }
 
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
-    const rows = await this.search(q);
+    const rows = await this.rows(q);
     const more = rows.length > page.limit;
     const shown = (more ? rows.slice(0, page.limit) : rows) as unknown as StoredRecord[];
     return pageBody(

@@ -41,8 +41,6 @@ export interface SearchStore {
   readonly readerThreads: number;
   /** Starts a reader thread ahead of the first search when there are records to search (SQLite). */
   warmReaders(): void;
-  /** One page of records (up to `q.limit` rows), read in one snapshot. */
-  search(q: RecordSearch): Promise<RecordRow[]>;
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(
     db: Kysely<DB>,

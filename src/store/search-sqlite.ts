@@ -8,7 +8,7 @@
 import type SQLite from 'better-sqlite3';
 import { type Kysely, type SelectQueryBuilder, sql } from 'kysely';
 import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts';
-import type { RecordRow, StoredRecord } from '../domain/records.ts';
+import type { StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
 import type { Store } from './db.ts';
@@ -80,11 +80,6 @@ export class SqliteSearch implements SearchStore {
     return this.readers?.running ?? 0;
   }
 
-  async search(q: RecordSearch): Promise<RecordRow[]> {
-    if (this.readers) return this.readers.run('rows', { query: q, candidateCap: this.text.cap });
-    return this.searchHere(q);
-  }
-
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
     if (this.readers) {
       const body = await this.readers.run('page', { query: q, candidateCap: this.text.cap, page });
@@ -134,18 +129,6 @@ export class SqliteSearch implements SearchStore {
       if (rowids && rowids.length <= this.driveMax && (!best || rowids.length < best.length)) best = rowids;
     }
     return best;
-  }
-
-  /** `search` on this thread's connection. */
-  async searchHere(q: RecordSearch): Promise<RecordRow[]> {
-    return this.withPageRowids(q, (rowids) => {
-      if (!rowids.length) return [];
-      const rows = this.prepared(ROWS_BY_ROWID, false).all(JSON.stringify(rowids)) as (RecordRow & {
-        __rid: number;
-      })[];
-      const byRowid = new Map(rows.map(({ __rid, ...row }) => [__rid, row as RecordRow]));
-      return rowids.flatMap((rid) => byRowid.get(rid) ?? []);
-    });
   }
 
   /** `searchPage` on this thread's connection. */

@@ -501,7 +501,7 @@ for (const store of storesUnderTest()) {
       await check({ groupBy: 'is_complete', filter: null, intervalMins: 60 });
     });
 
-    // 864 buckets: more than one statement covers (store/dashboards.ts MAX_CHUNKS), so each row
+    // 864 buckets: more than one statement covers (store/widget-cells-sqlite.ts MAX_CHUNKS), so each row
     // carries its bucket.
     test('grouped by name, 5-minute buckets', async () => {
       await check({ groupBy: 'name', filter: null, intervalMins: 5 });

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import fc from 'fast-check';
 import {
   MAX_WINDOW_SECONDS,
+  applyTimeRange,
   aggregate,
   bucketLayout,
   bucketStarts,
@@ -14,7 +15,6 @@ import {
   sqlitePercentileFraction,
 } from '../../src/domain/dashboards.ts';
 import type { ErrorItem } from '../../src/domain/errors.ts';
-import { applyTimeRange } from '../../src/services/dashboards.ts';
 
 describe('relative time', () => {
   test('units, singular and plural, months of 30 days and weeks of 7', () => {

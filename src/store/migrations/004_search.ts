@@ -27,7 +27,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     // SQLite: sessions in time order with the columns they are filtered on most that do not change
     // as traces arrive (name, external id, user metadata). A search first takes the page's rowids,
     // which this index answers alone for such filters without reading the wide rows (see
-    // store/search.ts rowidQuery); updates of session aggregates do not touch it.
+    // store/search-sqlite.ts rowidQuery); updates of session aggregates do not touch it.
     await sql`create index records_session_scan on records (run_id, created_at, id, name, external_id, user_metadata)
       where type = 'session'`.execute(db);
   }

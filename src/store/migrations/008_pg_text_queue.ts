@@ -15,7 +15,7 @@ import { isPostgres } from './helpers.ts';
  * - A background job in every Spanbase process (store/search-text-pg.ts) takes queued entries in
  *   batches (FOR UPDATE SKIP LOCKED: several processes share the work) and, in the same statement,
  *   deletes them and writes `records_text`. A `contains` search reads, in one snapshot, the GIN hits
- *   plus every queued record, and checks each exactly (store/search.ts pgTextCandidates): a record is
+ *   plus every queued record, and checks each exactly (store/search-text-pg.ts PgTextCandidates): a record is
  *   either queued or indexed as it is in that snapshot, so answers are exact at once after a write.
  * - Two indexers may hold entries of one record at the same time (it changed twice); the write of
  *   the later entry wins (`seq`), and that indexer's snapshot holds the change that queued it.
