@@ -13,8 +13,7 @@
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
-import type { Leaf } from '../query/filters.ts';
-import type { FilterTree } from '../query/filters.ts';
+import type { FilterTree, Leaf } from '../query/filters.ts';
 import { type TextCandidateSource, indexedColumn, indexedContainsLeaves } from './search-query.ts';
 import type { DB } from './tables.ts';
 
