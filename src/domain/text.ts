@@ -75,3 +75,42 @@ export function rejectUnstorable(loc: Loc, value: unknown): void {
   const faults = textFaults(value, loc);
   if (faults.length) throw new ValidationError(faults);
 }
+
+/**
+ * Byte offset where the first ill-formed UTF-8 sequence (RFC 3629: no overlong forms, no surrogates,
+ * nothing above U+10FFFF, no truncated sequence) starts, or -1 when `bytes` is valid UTF-8. Callers
+ * check with node:buffer's `isUtf8` first (much quicker) and call this only to name the fault.
+ */
+export function invalidUtf8At(bytes: Uint8Array): number {
+  const n = bytes.length;
+  let i = 0;
+  while (i < n) {
+    const c = bytes[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    // Continuation bytes needed, and the range of the first one (the rest are 0x80-0xBF).
+    let need: number;
+    let lo = 0x80;
+    let hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) need = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      need = 2;
+      if (c === 0xe0)
+        lo = 0xa0; // overlong below U+0800
+      else if (c === 0xed) hi = 0x9f; // UTF-16 surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      need = 3;
+      if (c === 0xf0)
+        lo = 0x90; // overlong below U+10000
+      else if (c === 0xf4) hi = 0x8f; // above U+10FFFF
+    } else return i;
+    for (let k = 1; k <= need; k++) {
+      const d = i + k < n ? bytes[i + k] : -1;
+      if (d < (k === 1 ? lo : 0x80) || d > (k === 1 ? hi : 0xbf)) return i;
+    }
+    i += need + 1;
+  }
+  return -1;
+}

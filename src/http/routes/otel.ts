@@ -10,7 +10,7 @@ import {
   exportResponse,
 } from '../../domain/otel-decode.ts';
 import { OtelHeaders, OtelRequestBody, OtelResponses } from '../../schemas/otel.ts';
-import { MAX_JSON_DEPTH, tooDeepAt } from '../errors.ts';
+import { MAX_JSON_DEPTH, tooDeepAt, utf8Fault } from '../errors.ts';
 import { validatorCompiler } from '../validation.ts';
 import { storableValue } from '../../domain/text.ts';
 
@@ -52,9 +52,16 @@ async function decompress(body: Buffer, encoding: string | undefined, limit: num
   return out;
 }
 
-function decode(body: Buffer, protobuf: boolean): OtelSpan[] {
+/**
+ * Protobuf strings that are not valid UTF-8 are decoded with U+FFFD, as protobuf runtimes do, and
+ * stored so (a binary export cannot name a JSON byte offset); OTLP/JSON must be UTF-8 like every
+ * JSON body (400 naming the offset).
+ */
+function decode(body: Buffer, protobuf: boolean, decompressed: boolean): OtelSpan[] {
   try {
     if (protobuf) return storableValue(decodeProtobuf(body));
+    const notUtf8 = utf8Fault(body, decompressed);
+    if (notUtf8) throw notUtf8;
     const text = body.toString('utf8');
     if (text.trim() === '') throw badRequest('The body is empty: expected an OTLP/JSON trace export');
     if (tooDeepAt(text) >= 0) throw badRequest(`The JSON body nests deeper than ${MAX_JSON_DEPTH} levels`);
@@ -97,7 +104,7 @@ export default async function otelRoutes(app: FastifyInstance) {
     const protobuf = PROTOBUF.test(String(req.headers['content-type'] ?? ''));
     const raw = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const body = await decompress(raw, req.headers['content-encoding'] as string | undefined, limit);
-    const spans = decode(body, protobuf);
+    const spans = decode(body, protobuf, body !== raw);
     const target = await otel.target(req.caller, req.headers);
     const result = await otel.export(req.caller, target, spans);
     const answer = exportResponse(result.rejected, result.errorMessage);
