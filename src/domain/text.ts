@@ -9,6 +9,14 @@ import { type ErrorItem, type Loc, ValidationError } from './errors.ts';
 
 const REPLACEMENT = '\uFFFD';
 
+/**
+ * Case folding for `case_sensitive: false`, on every store: JavaScript's toLowerCase (full Unicode
+ * mapping, independent of any locale: final sigma by context, İ to i + U+0307, ß kept). SQLite calls
+ * it as the SQL function `spanbase_fold`; PostgreSQL's `spanbase_fold` (migration 009) is ICU's
+ * root-locale lower(), the same mapping.
+ */
+export const foldCase = (s: string): string => s.toLowerCase();
+
 export function storableText(s: string): string {
   const clean = s.includes('\0') ? s.replaceAll('\0', REPLACEMENT) : s;
   return clean.isWellFormed() ? clean : clean.toWellFormed();

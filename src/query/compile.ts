@@ -12,7 +12,7 @@ import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { type ColumnDef, NEVER_NULL } from './columns.ts';
 import type { FilterTree, Leaf } from './filters.ts';
 import type { SortSpec } from './sorts.ts';
-import type { Dialect, Frag, OrderItem, SqlDialect, Want } from './sql-dialect.ts';
+import { type Dialect, type Frag, type OrderItem, type SqlDialect, type Want, fold } from './sql-dialect.ts';
 import { postgresSql } from './sql-postgres.ts';
 import { sqliteSql } from './sql-sqlite.ts';
 
@@ -91,7 +91,7 @@ class Compiler {
   ref = (column: string): Frag => sql.ref(`${this.table}.${column}`);
 
   fold(e: Frag, caseSensitive: boolean): Frag {
-    return caseSensitive ? e : sql`lower(${e})`;
+    return caseSensitive ? e : fold(e);
   }
 
   value(column: ColumnDef, want: Want, loose = false): ColumnValue {

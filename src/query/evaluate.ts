@@ -3,6 +3,7 @@
  * that compile.ts must match on both stores (the property tests compare them). It is deliberately
  * simple and direct; it is not used to answer requests.
  */
+import { foldCase } from '../domain/text.ts';
 import type { ColumnDef } from './columns.ts';
 import type { FilterTree, Leaf } from './filters.ts';
 import type { SortSpec } from './sorts.ts';
@@ -38,7 +39,7 @@ export function columnValue(rec: EvalRecord, column: ColumnDef, want: Want): str
   return typeof v === 'boolean' ? (v ? 1 : 0) : null;
 }
 
-const fold = (s: string, caseSensitive: boolean) => (caseSensitive ? s : s.toLowerCase());
+const fold = (s: string, caseSensitive: boolean) => (caseSensitive ? s : foldCase(s));
 
 function compare(x: number | string, op: string, v: number | string): boolean {
   switch (op) {

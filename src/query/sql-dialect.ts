@@ -3,7 +3,7 @@
  * (sql-sqlite.ts, sql-postgres.ts), picked once by compile.ts `sqlFor`: the filter compiler (compile.ts) and the
  * widget statements (store/widget-cells.ts) are written once over it.
  */
-import type { RawBuilder } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -32,7 +32,7 @@ export interface ArraySql {
 
 export interface SqlDialect extends ArraySql {
   readonly name: Dialect;
-  /** A text parameter (typed where functions such as lower() must resolve). */
+  /** A text parameter (typed where functions such as spanbase_fold() must resolve). */
   text(v: string): Frag;
   /** A number parameter. */
   num(v: number): Frag;
@@ -62,6 +62,14 @@ export interface SqlDialect extends ArraySql {
   /** The discrete percentile (domain/dashboards.ts percentileIndex) of the non-null values of `x`. */
   percentile(x: Frag, percent: number): Frag;
 }
+
+/**
+ * An expression case-folded the same way on both stores, whatever the database's locale: every
+ * case-insensitive filter, sort and search compares folded text. `spanbase_fold` is JavaScript's
+ * toLowerCase (domain/text.ts foldCase) registered on each SQLite connection (store/db.ts), and
+ * ICU's root-locale lower(), the same mapping, on PostgreSQL (migration 009).
+ */
+export const fold = (e: Frag): Frag => sql`spanbase_fold(${e})`;
 
 /** `%term%` for LIKE with the term taken literally (backslash escapes, as both stores use). */
 export function likeContains(term: string): string {

@@ -4,6 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { foldCase } from '../domain/text.ts';
 import {
   type Checkpointer,
   type CheckpointerOptions,
@@ -61,11 +62,11 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   handle.pragma('foreign_keys = ON');
   handle.pragma('cache_size = -65536');
   handle.pragma('temp_store = MEMORY');
-  // LIKE is case-sensitive on PostgreSQL; make SQLite agree, and make lower() Unicode-aware as
-  // PostgreSQL's is, so that one compiled filter means the same on both stores.
+  // LIKE is case-sensitive on PostgreSQL; make SQLite agree. Case folding is `spanbase_fold`
+  // (query/sql-dialect.ts fold), so that one compiled filter means the same on both stores.
   handle.pragma('case_sensitive_like = ON');
-  handle.function('lower', { deterministic: true }, (v: unknown) =>
-    typeof v === 'string' ? v.toLowerCase() : v,
+  handle.function('spanbase_fold', { deterministic: true }, (v: unknown) =>
+    typeof v === 'string' ? foldCase(v) : v,
   );
   // The checkpoint thread starts once migrated: a migration may take the database out of WAL mode
   // for a moment (002), which another open connection would prevent.

@@ -119,6 +119,15 @@ export function indexedContainsLeaves(tree: FilterTree | null): Leaf[] {
     );
 }
 
+/**
+ * Whether the text indexes (both hold case-folded text) can narrow a `contains` search for `term`.
+ * A case-sensitive match is a match of the folded texts unless the term holds a capital sigma (the
+ * only folding that depends on the neighbouring letters).
+ */
+export function foldedIndexServes(term: string, caseSensitive: boolean): boolean {
+  return !(caseSensitive && term.includes('\u03a3'));
+}
+
 /** The text index column of a leaf on `input` or `output`. */
 export function indexedColumn(leaf: Leaf): 'input' | 'output' {
   const src = leaf.column.source;

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL text index (migration 008): `records_text` (lower-cased input and output with pg_trgm
+ * The PostgreSQL text index (migration 008): `records_text` (case-folded input and output with pg_trgm
  * GIN indexes) kept current from `records_text_queue`, which triggers fill in the writing transaction.
  * This indexes a batch: one statement (one transaction, one snapshot) takes queued entries that no
  * other indexer holds (SKIP LOCKED), deletes them, and writes the records' current text. A search
@@ -12,10 +12,11 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { FilterTree, Leaf } from '../query/filters.ts';
-import { likeContains } from '../query/sql-dialect.ts';
+import { fold, likeContains } from '../query/sql-dialect.ts';
 import {
   type TextCandidateSource,
   type TextIndexer,
+  foldedIndexServes,
   indexedColumn,
   indexedContainsLeaves,
 } from './search-query.ts';
@@ -43,7 +44,7 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
       select id, max(seq) as seq from taken group by id
     ), indexed as (
       insert into records_text as t (id, seq, input, output)
-      select r.id, l.seq, lower(r.input_text), lower(r.output_text)
+      select r.id, l.seq, ${fold(sql`r.input_text`)}, ${fold(sql`r.output_text`)}
       from latest l join records r on r.id = l.id
       order by r.id
       on conflict (id) do update set seq = excluded.seq, input = excluded.input, output = excluded.output
@@ -183,9 +184,9 @@ export class PgTextCandidates implements TextCandidateSource {
     if (queuedRows.length > cap) return out;
     const queued = [...new Set(queuedRows.map((r) => r.id))];
     for (const leaf of leaves) {
-      // The index holds lower(text); lower() maps character by character on PostgreSQL, so every
-      // match, case-sensitive or not, is a match of the lowered texts.
-      const hit = sql`${sql.ref(indexedColumn(leaf))} like lower(${likeContains(leaf.value as string)}::text)`;
+      const term = leaf.value as string;
+      if (!foldedIndexServes(term, (leaf as { caseSensitive: boolean }).caseSensitive)) continue;
+      const hit = sql`${sql.ref(indexedColumn(leaf))} like ${fold(sql`${likeContains(term)}::text`)}`;
       // A term the planner expects in more records than the cap is common: scanning in sort order
       // finds a page sooner than collecting the index's hits (a bitmap of every hit, each rechecked)
       // only to learn there are too many.

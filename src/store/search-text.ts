@@ -6,15 +6,21 @@
  * (indexer-thread.ts) and records in the index file how far in the queue it got; searches check the
  * rows queued beyond that directly, so answers stay exact. The main thread trims the taken entries.
  *
- * The index holds lower-cased text: one index serves case-sensitive and case-insensitive `contains`.
+ * The index holds case-folded text (domain/text.ts foldCase): one index serves case-sensitive and case-insensitive `contains`.
  * It refers to records by rowid; at start it checks that it belongs to this database and that its
  * rowids still name the same records (a VACUUM may renumber them), and rebuilds itself otherwise.
  */
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
+import { foldCase } from '../domain/text.ts';
 import { type Kysely, sql } from 'kysely';
 import type { FilterTree, Leaf } from '../query/filters.ts';
-import { type TextCandidateSource, indexedColumn, indexedContainsLeaves } from './search-query.ts';
+import {
+  type TextCandidateSource,
+  foldedIndexServes,
+  indexedColumn,
+  indexedContainsLeaves,
+} from './search-query.ts';
 import type { DB } from './tables.ts';
 
 /** The trigram indexes: one per group of record types a search reads. */
@@ -184,7 +190,8 @@ export function indexQueued(h: SQLite.Database, budgetMs: number): number {
         const g = textGroup(row.type);
         s.drop[g].run(rid);
         if (row.input_text !== null || row.output_text !== null) {
-          s.add[g].run(rid, row.input_text?.toLowerCase() ?? null, row.output_text?.toLowerCase() ?? null);
+          const folded = (t: string | null) => (t === null ? null : foldCase(t));
+          s.add[g].run(rid, folded(row.input_text), folded(row.output_text));
         }
         last = row;
       }
@@ -204,10 +211,8 @@ export function trigramQuery(
   term: string,
   caseSensitive: boolean,
 ): string | null {
-  // The index holds lower-cased text. A case-sensitive match is a match of the lower-cased texts
-  // unless the term holds a capital sigma (the only context-dependent lower-casing).
-  if (caseSensitive && term.includes('\u03a3')) return null;
-  const cps = Array.from(term.toLowerCase());
+  if (!foldedIndexServes(term, caseSensitive)) return null;
+  const cps = Array.from(foldCase(term));
   if (cps.length < 3 || cps.includes('\0')) return null;
   const grams = new Set<string>();
   for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps.slice(i, i + 3).join(''));

@@ -44,6 +44,8 @@ export interface TestServerOptions {
   logs?: string[];
   /** Level of the collected logs (default trace: everything). */
   logLevel?: string;
+  /** PostgreSQL database to work in (default SPANBASE_TEST_DATABASE_URL). */
+  databaseUrl?: string;
 }
 
 /** A server on a fresh store: a temporary SQLite directory, or a new PostgreSQL schema. */
@@ -54,7 +56,7 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-test-'));
   const schema = `t_${process.pid}_${Date.now().toString(36)}_${counter++}`;
-  const url = process.env.SPANBASE_TEST_DATABASE_URL;
+  const url = opts.databaseUrl ?? process.env.SPANBASE_TEST_DATABASE_URL;
   if (store === 'postgres') {
     if (!url) throw new Error('SPANBASE_TEST_DATABASE_URL is not set');
     const client = new pg.Client({ connectionString: url });

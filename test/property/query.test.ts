@@ -26,8 +26,9 @@ const RUNS = Number(process.env.SPANBASE_PROPERTY_RUNS ?? 150);
 const QUERIES_PER_RUN = 30;
 const S = 1_000_000;
 
-// Values collide often on purpose; every character here lower-cases the same in JavaScript, SQLite
-// (whose lower() is JavaScript's) and PostgreSQL.
+// Values collide often on purpose. Case folding must agree on every store whatever the database's
+// locale (JavaScript's toLowerCase): É, the three sigmas (Σ folds to ς at the end of a word, to σ
+// inside one), İ (to i + U+0307), ß and ẞ (both to ß, never to "ss").
 const WORDS = [
   'alpha',
   'Alpha',
@@ -36,6 +37,15 @@ const WORDS = [
   'été',
   'ÉTÉ',
   'straße',
+  'STRASSE',
+  'STRAẞE',
+  'ΟΔΟΣ',
+  'οδος',
+  'οδοσ',
+  'ΣΑΣ',
+  'İstanbul',
+  'i\u0307stanbul',
+  'istanbul',
   'a%b',
   'a_b',
   'x\\y',
@@ -53,8 +63,12 @@ const TEXTS = [
   'a%b_c',
   'quick brown fox',
   'the QUICK one',
+  'ΟΔΟΣ ΣΑΣ.',
+  'ἈΣ Σ σς',
+  'İSTANBUL CAFÉ',
+  'straẞe café',
 ];
-const TAGS = ['red', 'Red', 'blue', 'green', 'a/b', 'x"y'];
+const TAGS = ['red', 'Red', 'blue', 'green', 'a/b', 'x"y', 'Σ', 'σ', 'ς', 'İ', 'i\u0307', 'ß', 'ẞ'];
 const META_KEYS = ['k', 'K', 'a/b', 'q"t', 'x.y', 'ü'];
 const NUMBERS = [0, 1, 1.5, 2, -3, 10, 2.25, 100];
 
@@ -163,6 +177,19 @@ const termArb = fc.oneof(
     'ris',
     'xyz',
     'o',
+    'ΟΣ',
+    'ος',
+    'οσ',
+    'Σ Σ',
+    'σς',
+    'ΑΣ',
+    'i\u0307s',
+    'İS',
+    'İ',
+    'is',
+    'ẞE',
+    'sse',
+    'CAFÉ',
   ),
 );
 const cs = fc.boolean();

@@ -7,6 +7,7 @@ import * as integrations from './005_integrations.ts';
 import * as dashboards from './006_dashboards.ts';
 import * as pageSize from './007_page_size.ts';
 import * as pgTextQueue from './008_pg_text_queue.ts';
+import * as caseFold from './009_case_fold.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '006_dashboards': dashboards,
   '007_page_size': pageSize,
   '008_pg_text_queue': pgTextQueue,
+  '009_case_fold': caseFold,
 };
