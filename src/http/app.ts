@@ -6,6 +6,7 @@ import type { Services } from '../services/index.ts';
 import { installAuth } from './auth.ts';
 import { installErrorHandling } from './errors.ts';
 import { registerRoutes } from './routes/index.ts';
+import { MIN_DISCARD_BYTES, installUnreadBodyDrain } from './unread-body.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -65,6 +66,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   app.decorate('services', services);
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
+  installUnreadBodyDrain(app, Math.max(2 * services.config.bodyLimitBytes, MIN_DISCARD_BYTES));
   await app.register(formbody);
   await app.register(swagger, {
     openapi: {
