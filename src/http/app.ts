@@ -1,4 +1,3 @@
-import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
@@ -67,7 +66,6 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installUnreadBodyDrain(app, Math.max(2 * services.config.bodyLimitBytes, MIN_DISCARD_BYTES));
-  await app.register(formbody);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

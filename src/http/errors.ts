@@ -76,8 +76,30 @@ export function utf8Fault(body: Buffer, decompressed = false): HttpError | null 
   );
 }
 
+/** The media types a route takes: its schema's `consumes`, its body's `content`, or JSON. */
+function acceptedTypes(req: FastifyRequest): string[] {
+  const schema = req.routeOptions.schema as
+    | { consumes?: string[]; body?: { content?: Record<string, unknown> } }
+    | undefined;
+  const types = schema?.consumes ?? Object.keys(schema?.body?.content ?? {});
+  return types.length ? types : ['application/json'];
+}
+
+/** A 415 that names the content type the route takes (curl's `-d` sends form data by default). */
+function unsupportedMediaType(req: FastifyRequest): string {
+  const sent = req.headers['content-type'];
+  const takes = acceptedTypes(req).join(' or ');
+  const hint = takes.includes('application/json') ? " (with curl: -H 'content-type: application/json')" : '';
+  return sent
+    ? `Unsupported Content-Type '${sent}': this route takes ${takes}${hint}`
+    : `The request has a body but no Content-Type header: this route takes ${takes}${hint}`;
+}
+
 /** Registers the JSON body parser and the mapping of every fault to its 4xx JSON body. */
 export function installErrorHandling(app: FastifyInstance): void {
+  // Bodies are JSON (login forms and OTLP register their own parsers); a text/plain body would
+  // otherwise reach validation as a string and answer a confusing 422.
+  app.removeContentTypeParser('text/plain');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(
     /^application\/([\w.+-]*\+)?json$/,
@@ -140,6 +162,9 @@ export function installErrorHandling(app: FastifyInstance): void {
               ? req.params
               : req.headers;
       return reply.code(422).send({ detail: toErrorItems(fe.validation as any, context, data) });
+    }
+    if (fe.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      return reply.code(415).send({ detail: unsupportedMediaType(req) });
     }
     if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       return reply.code(413).send({ detail: 'Request body is larger than the configured limit' });

@@ -43,6 +43,11 @@ function tooMany(waitMs: number): HttpError {
 }
 
 /** Issues and checks every credential: passwords, API keys and bearer tokens. */
+/** Appended to a 401 for missing or malformed credentials. */
+const WHERE_CREDENTIALS_GO =
+  'Send an API key in the Service-API-Key (or Platform-AO-API-Key) header, a token from POST /login ' +
+  'or POST /v2/login/api_key as Authorization: Bearer <token>, or email and password as HTTP Basic.';
+
 export class AuthService {
   private readonly jwtKey: Uint8Array;
   private readonly throttle = new LoginThrottle();
@@ -203,7 +208,10 @@ export class AuthService {
     return user;
   }
 
-  /** The four schemes of the API; any one suffices. Missing or wrong credentials → 401. */
+  /**
+   * The four schemes of the API; any one suffices. Missing or wrong credentials → 401; where the
+   * credentials are missing or malformed, the message says where they go.
+   */
   async authenticate(headers: Record<string, string | string[] | undefined>, ip: string): Promise<Caller> {
     const one = (name: string) => {
       const v = headers[name];
@@ -219,8 +227,12 @@ export class AuthService {
       const [scheme, value] = authorization.trim().split(/\s+/, 2);
       if (scheme?.toLowerCase() === 'bearer' && value) user = await this.userForToken(value);
       else if (scheme?.toLowerCase() === 'basic' && value) user = await this.userForBasic(value, ip);
+      else
+        throw unauthorized(
+          `The Authorization header must be 'Bearer <token>' or 'Basic <credentials>'. ${WHERE_CREDENTIALS_GO}`,
+        );
     } else {
-      throw unauthorized('Not authenticated');
+      throw unauthorized(`Not authenticated. ${WHERE_CREDENTIALS_GO}`);
     }
     if (!user) throw unauthorized('Could not validate credentials');
     return toCaller(user);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
@@ -44,8 +45,46 @@ pg.types.setTypeParser(1700, (v) => Number(v));
 
 export function openStore(config: Config): Store {
   if (config.databaseUrl) return openPostgres(config.databaseUrl, config.pgSearchPath);
-  fs.mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  return openSqlite(path.join(config.dataDir, 'spanbase.db'), { checkpointer: true });
+  const dir = config.dataDir;
+  try {
+    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (err) {
+    throw new Error(`cannot create the data directory ${dir} (SPANBASE_DATA_DIR): ${fsReason(err)}`);
+  }
+  const file = path.join(dir, 'spanbase.db');
+  try {
+    return openSqlite(file, { checkpointer: true });
+  } catch (err) {
+    throw new Error(`cannot open the database ${file}: ${openFailure(dir, file, err)}`);
+  }
+}
+
+/** A file-system error in words, without Node's repetition of the path. */
+function fsReason(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EEXIST') return 'a file (not a directory) has that name';
+  if (code === 'ENOTDIR') return 'a part of the path is a file, not a directory';
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EROFS') return 'the file system is read-only';
+  return (err as Error).message;
+}
+
+/** Why SQLite could not open `file` ("unable to open database file" alone names neither). */
+function openFailure(dir: string, file: string, err: unknown): string {
+  const stat = fs.statSync(file, { throwIfNoEntry: false });
+  if (stat?.isDirectory()) return 'it is a directory';
+  const writable = (p: string) => {
+    try {
+      fs.accessSync(p, fs.constants.R_OK | fs.constants.W_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  const user = `user ${os.userInfo().username}`;
+  if (!writable(dir)) return `the directory ${dir} is not writable by ${user}`;
+  if (stat && !writable(file)) return `the file is not readable and writable by ${user}`;
+  return (err as Error).message;
 }
 
 /**

@@ -1,3 +1,4 @@
+import formbody from '@fastify/formbody';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { Uuid, withErrors } from '../../schemas/common.ts';
@@ -18,25 +19,30 @@ import {
 export default async function userRoutes(app: FastifyInstance) {
   const { auth, users } = app.services;
 
-  for (const url of ['/login', '/v2/login']) {
-    app.post<{ Body: { username: string; password: string } }>(
-      url,
-      {
-        config: { public: true },
-        schema: {
-          tags: ['auth'],
-          security: [],
-          consumes: ['application/x-www-form-urlencoded'],
-          body: LoginForm,
-          response: withErrors({ 200: Token }),
+  // The OAuth2 password flow posts a form; only these routes parse one (a JSON route sent a form,
+  // curl's default for -d, answers 415 naming the content type instead of a puzzling 422).
+  await app.register(async (login) => {
+    await login.register(formbody);
+    for (const url of ['/login', '/v2/login']) {
+      login.post<{ Body: { username: string; password: string } }>(
+        url,
+        {
+          config: { public: true },
+          schema: {
+            tags: ['auth'],
+            security: [],
+            consumes: ['application/x-www-form-urlencoded'],
+            body: LoginForm,
+            response: withErrors({ 200: Token }),
+          },
         },
-      },
-      async (req) => {
-        const user = await auth.loginWithPassword(req.body.username, req.body.password, req.ip);
-        return auth.issueToken(user.id);
-      },
-    );
-  }
+        async (req) => {
+          const user = await auth.loginWithPassword(req.body.username, req.body.password, req.ip);
+          return auth.issueToken(user.id);
+        },
+      );
+    }
+  });
 
   app.post<{ Body: { api_key: string } }>(
     '/v2/login/api_key',

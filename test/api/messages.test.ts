@@ -1,0 +1,94 @@
+/** Faults a new user makes answer with a message that points at the fix. */
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
+
+for (const store of storesUnderTest()) {
+  describe(`messages that point at the fix [${store}]`, () => {
+    let s: TestServer;
+    before(async () => {
+      s = await startTestServer(store);
+    });
+    after(() => s.close());
+
+    const post = (url: string, payload: string, headers: Record<string, string>) =>
+      s.running.app.inject({
+        method: 'POST',
+        url,
+        payload,
+        headers: { 'service-api-key': s.adminKey, ...headers },
+      });
+
+    test("a JSON body sent as a form (curl -d's default) is 415 naming the content type to send", async () => {
+      const r = await post('/v2/projects', '{"name":"form"}', {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      assert.equal(r.statusCode, 415);
+      const { detail } = JSON.parse(r.body);
+      assert.match(detail, /Unsupported Content-Type 'application\/x-www-form-urlencoded'/);
+      assert.match(detail, /takes application\/json/);
+      assert.match(detail, /-H 'content-type: application\/json'/);
+      assert.equal((await s.call('GET', '/v2/projects?project_name=form')).body.length, 0);
+    });
+
+    test('text/plain and a body without a content type are 415 too', async () => {
+      const plain = await post('/v2/projects', '{"name":"p"}', { 'content-type': 'text/plain' });
+      assert.equal(plain.statusCode, 415);
+      assert.match(JSON.parse(plain.body).detail, /'text\/plain': this route takes application\/json/);
+      const none = await post('/v2/projects', '{"name":"p"}', {});
+      assert.equal(none.statusCode, 415);
+      assert.match(
+        JSON.parse(none.body).detail,
+        /no Content-Type header: this route takes application\/json/,
+      );
+    });
+
+    test('each route names its own types: the login form, OTLP', async () => {
+      const login = await s.running.app.inject({
+        method: 'POST',
+        url: '/login',
+        payload: 'x',
+        headers: { 'content-type': 'text/plain' },
+      });
+      assert.equal(login.statusCode, 415);
+      assert.match(JSON.parse(login.body).detail, /takes application\/x-www-form-urlencoded/);
+      const otlp = await post('/otel/v1/traces', 'x', { 'content-type': 'text/plain' });
+      assert.equal(otlp.statusCode, 415);
+      assert.match(JSON.parse(otlp.body).detail, /takes application\/x-protobuf or application\/json/);
+    });
+
+    test('a login form still logs in', async () => {
+      const u = await s.user();
+      const r = await s.running.app.inject({
+        method: 'POST',
+        url: '/login',
+        payload: new URLSearchParams({ username: u.email, password: u.password }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+      assert.equal(r.statusCode, 200, r.body);
+    });
+
+    test('a key in a header Spanbase does not read: 401 naming the headers it reads', async () => {
+      for (const headers of [{ 'x-api-key': s.adminKey }, {}] as Record<string, string>[]) {
+        const r = await s.call('GET', '/v2/current_user', undefined, headers);
+        assert.equal(r.status, 401);
+        assert.match(r.body.detail, /^Not authenticated\. Send an API key in the Service-API-Key/);
+        assert.match(r.body.detail, /Authorization: Bearer/);
+      }
+    });
+
+    test('a bare key in Authorization: 401 saying what Authorization takes', async () => {
+      const r = await s.call('GET', '/v2/current_user', undefined, { authorization: s.adminKey });
+      assert.equal(r.status, 401);
+      assert.match(r.body.detail, /Authorization header must be 'Bearer <token>' or 'Basic <credentials>'/);
+      assert.match(r.body.detail, /Service-API-Key/);
+      assert.ok(!r.text.includes(s.adminKey), 'the key is not echoed');
+    });
+
+    test('a wrong key keeps the short answer', async () => {
+      const r = await s.call('GET', '/v2/current_user', undefined, 'not-a-key');
+      assert.equal(r.status, 401);
+      assert.equal(r.body.detail, 'Could not validate credentials');
+    });
+  });
+}
