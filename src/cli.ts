@@ -1,103 +1,332 @@
-import { parseArgs } from 'node:util';
+/**
+ * The `spanbase` command: `serve`, and management commands that work on the configured store
+ * directly (no server needed). Input goes through the API's own body schemas (http/validation.ts
+ * checkBody) and services, so the command line refuses exactly what the API refuses.
+ */
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
-import { serve } from './main.ts';
-import { startServices } from './server.ts';
-import { rotateSecretKey } from './services/secret-rotation.ts';
-import { openStore } from './store/db.ts';
-import { migrate } from './store/migrate.ts';
+import { HttpError, ValidationError } from './domain/errors.ts';
+import type { Services } from './services/index.ts';
 
-const USAGE = `usage:
-  spanbase serve
-  spanbase users create --email EMAIL [--password PASSWORD] [--first-name NAME] [--last-name NAME] [--admin]
-  spanbase keys create --email EMAIL [--description TEXT]
-  spanbase secrets rotate [--new-key HEX]    (stop every server first; see the README)
-`;
+// The server, the store and the validator load only for the command that needs them: usage and
+// --help answer at once.
+const checkBody = async <T>(schema: 'CreateUser' | 'CreateApiKey', value: unknown): Promise<T> => {
+  const [{ checkBody }, schemas] = await Promise.all([
+    import('./http/validation.ts'),
+    import('./schemas/users.ts'),
+  ]);
+  return checkBody<T>(schemas[schema], value);
+};
 
-function fail(message: string): never {
-  process.stderr.write(`spanbase: ${message}\n`);
-  process.exit(2);
+type Options = NonNullable<ParseArgsConfig['options']>;
+type Values = Record<string, string | boolean | undefined>;
+
+interface Command {
+  /** The words that name it, e.g. `users create`. */
+  name: string;
+  summary: string;
+  /** Its options after the name, as the usage line shows them. */
+  synopsis: string;
+  /** What it does, beyond the summary. */
+  details: string;
+  example: string;
+  options: Options;
+  run(values: Values): Promise<void>;
 }
 
-/** Runs one management command against the configured store, without serving HTTP. */
-async function manage(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
+/** A fault in how the command was called: its message, then the command's usage; exit status 2. */
+class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly command: Command | null,
+  ) {
+    super(message);
+  }
+}
+
+const COMMANDS: Command[] = [
+  {
+    name: 'serve',
+    summary: 'serve the HTTP API (what `npm start` runs)',
+    synopsis: '',
+    details:
+      'Serves until SIGINT or SIGTERM. Settings come from SPANBASE_* environment variables (port,\n' +
+      'host, data directory, PostgreSQL URL, ...; see the README). On its first start against an empty\n' +
+      'store it creates an admin and prints its API key once.',
+    example: 'SPANBASE_PORT=8088 spanbase serve',
+    options: {},
+    run: async () => (await import('./main.ts')).serve(loadConfig()),
+  },
+  {
+    name: 'users create',
+    summary: 'create a user',
+    synopsis: '--email EMAIL [--password PASSWORD] [--first-name NAME] [--last-name NAME] [--admin]',
+    details:
+      'Creates a user and prints it as JSON. The rules of POST /v2/users apply: a valid email not\n' +
+      'taken yet, a password of 8 to 1024 characters. Without --password the user can only use API\n' +
+      'keys (see `spanbase keys create`). --admin gives the admin role.',
+    example: "spanbase users create --email ann@example.com --password 'correct horse battery' --admin",
     options: {
       email: { type: 'string' },
       password: { type: 'string' },
       'first-name': { type: 'string' },
       'last-name': { type: 'string' },
-      admin: { type: 'boolean', default: false },
-      description: { type: 'string', default: 'created from the command line' },
+      admin: { type: 'boolean' },
     },
-  });
-  const [group, verb] = positionals;
-  if (!values.email) fail(`--email is required\n${USAGE}`);
+    async run(v) {
+      const input = await checkBody<{ email: string; password?: string | null }>('CreateUser', {
+        email: v.email,
+        ...(v.password === undefined ? {} : { password: v.password }),
+        ...(v['first-name'] === undefined ? {} : { first_name: v['first-name'] }),
+        ...(v['last-name'] === undefined ? {} : { last_name: v['last-name'] }),
+        role: v.admin ? 'admin' : 'user',
+      });
+      await withServices(async ({ users }) => {
+        print(await users.create(null, input));
+      });
+    },
+  },
+  {
+    name: 'users list',
+    summary: 'list the users',
+    synopsis: '',
+    details: 'Prints every user as one JSON object per line (id, email, names, role, created_at).',
+    example: 'spanbase users list',
+    options: {},
+    async run() {
+      await withServices(async ({ users }) => {
+        for (const u of await users.list(null)) print(u);
+      });
+    },
+  },
+  {
+    name: 'keys create',
+    summary: 'create an API key for a user (printed once)',
+    synopsis: '--email EMAIL [--description TEXT]',
+    details:
+      'Creates an API key for the user with that email and prints the key, which is shown only\n' +
+      'this once (Spanbase keeps a hash). Send it in the Service-API-Key header.',
+    example: 'export SPANBASE_KEY=$(spanbase keys create --email ann@example.com --description ci)',
+    options: { email: { type: 'string' }, description: { type: 'string' } },
+    async run(v) {
+      const { description } = await checkBody<{ description?: string }>('CreateApiKey', {
+        description: v.description ?? 'created from the command line',
+      });
+      const email = required(v, 'email', this);
+      await withServices(async ({ auth }) => {
+        const user = await auth.userByEmail(email);
+        if (!user) throw new HttpError(404, `no user with email ${email} (see \`spanbase users list\`)`);
+        const key = await auth.createApiKey(user.id, description ?? '', null);
+        process.stdout.write(`${key.api_key}\n`);
+      });
+    },
+  },
+  {
+    name: 'secrets rotate',
+    summary: 're-seal stored provider tokens under a new secret key',
+    synopsis: '[--new-key KEY]',
+    details:
+      'Stop every Spanbase process first (a running one keeps sealing with the old key). Generates a\n' +
+      'new secret key, or takes --new-key (64 hex characters or base64), and re-seals every stored\n' +
+      'provider token under it in one transaction. With the key in <data dir>/secret.key, the file is\n' +
+      'replaced; with SPANBASE_SECRET_KEY, a generated key is printed: set it on every process.',
+    example: 'spanbase secrets rotate',
+    options: { 'new-key': { type: 'string' } },
+    async run(v) {
+      const { openStore } = await import('./store/db.ts');
+      const { migrate } = await import('./store/migrate.ts');
+      const { rotateSecretKey } = await import('./services/secret-rotation.ts');
+      const config = loadConfig();
+      const store = openStore(config);
+      try {
+        await migrate(store);
+        const out = await rotateSecretKey(config, store, v['new-key'] as string | undefined);
+        note(
+          `re-sealed ${out.resealed} provider token(s)` +
+            (out.already ? ` (${out.already} already under the new key)` : ''),
+        );
+        if (out.keyFile) {
+          note(`the new key is in ${out.keyFile}; back it up with the database`);
+        } else {
+          if (out.newKeyHex) process.stdout.write(`${out.newKeyHex}\n`);
+          note(
+            `set SPANBASE_SECRET_KEY to the new key${out.newKeyHex ? ' (printed above)' : ''} on every process, then start them`,
+          );
+        }
+      } finally {
+        await store.close();
+      }
+    },
+  },
+];
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
+const note = (text: string) => process.stderr.write(`spanbase: ${text}\n`);
+
+function required(values: Values, option: string, command: Command): string {
+  const v = values[option];
+  if (typeof v !== 'string') throw new UsageError(`--${option} is required`, command);
+  return v;
+}
+
+/** Runs `fn` over the services of the configured store, without serving HTTP. */
+async function withServices(fn: (s: Services) => Promise<void>) {
+  const { startServices } = await import('./server.ts');
   const running = await startServices({ ...loadConfig(), announceBootstrap: false }, { logger: false });
   try {
-    const { services } = running;
-    if (group === 'users' && verb === 'create') {
-      const user = await services.users.create(null, {
-        email: values.email,
-        password: values.password ?? null,
-        first_name: values['first-name'],
-        last_name: values['last-name'],
-        role: values.admin ? 'admin' : 'user',
-      });
-      process.stdout.write(`${JSON.stringify(user)}\n`);
-    } else if (group === 'keys' && verb === 'create') {
-      const user = await services.auth.userByEmail(values.email);
-      if (!user) fail(`no user with email ${values.email}`);
-      const key = await services.auth.createApiKey(user.id, values.description ?? '', null);
-      process.stdout.write(`${key.api_key}\n`);
-    } else {
-      fail(`unknown command\n${USAGE}`);
-    }
+    await fn(running.services);
   } finally {
     await running.close();
   }
 }
 
-/** `secrets rotate`: re-seals stored provider tokens under a new master key (see secret-rotation.ts). */
-async function secrets(args: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args,
-    allowPositionals: true,
-    options: { 'new-key': { type: 'string' } },
-  });
-  if (positionals.join(' ') !== 'rotate') fail(`unknown command\n${USAGE}`);
-  const config = loadConfig();
-  const store = openStore(config);
-  try {
-    await migrate(store);
-    const out = await rotateSecretKey(config, store, values['new-key']);
-    process.stderr.write(
-      `spanbase: re-sealed ${out.resealed} provider token(s)` +
-        (out.already ? ` (${out.already} already under the new key)` : '') +
-        '\n',
-    );
-    if (out.keyFile) {
-      process.stderr.write(`spanbase: the new key is in ${out.keyFile}; back it up with the database\n`);
-    } else {
-      if (out.newKeyHex) process.stdout.write(`${out.newKeyHex}\n`);
-      process.stderr.write(
-        `spanbase: set SPANBASE_SECRET_KEY to the new key${out.newKeyHex ? ' (printed above)' : ''} on every process, then start them\n`,
-      );
+function usage(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return (
+    'Spanbase: self-hosted observability logging for LLM applications.\n\n' +
+    'usage: spanbase <command> [options]\n\ncommands:\n' +
+    COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}\n`).join('') +
+    "\nRun 'spanbase <command> --help' for what a command does, its options and an example.\n" +
+    'Settings come from SPANBASE_* environment variables (see the README).\n'
+  );
+}
+
+function commandUsage(c: Command): string {
+  return `usage: spanbase ${c.name}${c.synopsis ? ` ${c.synopsis}` : ''}\n`;
+}
+
+function commandHelp(c: Command): string {
+  return `${commandUsage(c)}\n${c.details}\n\nexample:\n  ${c.example}\n`;
+}
+
+/** Edit distance, for "did you mean". */
+function distance(a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    for (let j = 1; j <= b.length; j++)
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = row;
+  }
+  return prev[b.length];
+}
+
+function closest(word: string, candidates: string[]): string | null {
+  let best: string | null = null;
+  let bestDistance = 3;
+  for (const c of candidates) {
+    const d = distance(word, c);
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best;
+}
+
+/** node:util parseArgs' errors, in the command's own words. */
+function parseFault(err: NodeJS.ErrnoException, c: Command): UsageError {
+  const quoted = /'([^']*)'/.exec(err.message)?.[1] ?? '';
+  switch (err.code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION': {
+      const flag = quoted.replace(/^-+/, '').split('=')[0];
+      const guess = closest(flag, Object.keys(c.options));
+      return new UsageError(`unknown option ${quoted}${guess ? ` (did you mean --${guess}?)` : ''}`, c);
     }
-  } finally {
-    await store.close();
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE':
+      return new UsageError(`${quoted.split(' ')[0]} needs a value`, c);
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return new UsageError(`unexpected argument '${quoted}'`, c);
+    default:
+      return new UsageError(err.message, c);
   }
 }
 
-const [command, ...rest] = process.argv.slice(2);
+/** The command the words name, and the arguments after them. */
+function findCommand(args: string[]): { command: Command; rest: string[] } | null {
+  for (const c of COMMANDS) {
+    const words = c.name.split(' ');
+    if (words.every((w, i) => args[i] === w)) return { command: c, rest: args.slice(words.length) };
+  }
+  return null;
+}
+
+async function main(args: string[]): Promise<void> {
+  const [first] = args;
+  if (first === undefined) {
+    process.stderr.write(usage());
+    process.exitCode = 2;
+    return;
+  }
+  if (first === 'help' || first === '-h' || first === '--help') {
+    const found = findCommand(args.slice(1));
+    process.stdout.write(found ? commandHelp(found.command) : usage());
+    return;
+  }
+  const found = findCommand(args);
+  if (!found) {
+    const group = COMMANDS.filter((c) => c.name.startsWith(`${first} `));
+    if (group.length) {
+      const verb = args[1];
+      const names = group.map((c) => c.name).join(', ');
+      if (verb === '-h' || verb === '--help') {
+        process.stdout.write(group.map(commandUsage).join(''));
+        return;
+      }
+      if (verb === undefined) {
+        process.stderr.write(group.map(commandUsage).join(''));
+        process.exitCode = 2;
+        return;
+      }
+      throw new UsageError(`unknown command '${first} ${verb}' (${names})`, null);
+    }
+    const guess = closest(first, [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]))]);
+    throw new UsageError(`unknown command '${first}'${guess ? ` (did you mean '${guess}'?)` : ''}`, null);
+  }
+  const { command, rest } = found;
+  let values: Values;
+  try {
+    values = parseArgs({
+      args: rest,
+      strict: true,
+      allowPositionals: false,
+      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
+    }).values as Values;
+  } catch (err) {
+    throw parseFault(err as NodeJS.ErrnoException, command);
+  }
+  if (values.help) {
+    process.stdout.write(commandHelp(command));
+    return;
+  }
+  try {
+    await command.run(values);
+  } catch (err) {
+    // A body field is an option of the same name (first_name: --first-name).
+    if (err instanceof ValidationError) {
+      const lines = err.items.map((i) => {
+        const field = i.loc.slice(1).join('.');
+        return `${field ? `--${field.replaceAll('_', '-')}: ` : ''}${i.msg}`;
+      });
+      throw new UsageError(lines.join('\n'), command);
+    }
+    throw err;
+  }
+}
+
 try {
-  if (command === 'serve' || command === undefined) await serve(loadConfig());
-  else if (command === 'users' || command === 'keys') await manage([command, ...rest]);
-  else if (command === 'secrets') await secrets(rest);
-  else if (command === 'help' || command === '--help') process.stdout.write(USAGE);
-  else fail(`unknown command '${command}'\n${USAGE}`);
+  await main(process.argv.slice(2));
 } catch (err) {
-  if (err instanceof ConfigError) fail(`configuration error: ${err.message}`);
-  fail(err instanceof Error ? err.message : String(err));
+  if (err instanceof UsageError) {
+    const prefix = `spanbase${err.command ? ` ${err.command.name}` : ''}: `;
+    for (const line of err.message.split('\n')) process.stderr.write(`${prefix}${line}\n`);
+    process.stderr.write(err.command ? commandUsage(err.command) : usage());
+    process.exitCode = 2;
+  } else {
+    const message =
+      err instanceof ConfigError
+        ? `configuration error: ${err.message}`
+        : err instanceof Error
+          ? err.message
+          : String(err);
+    process.stderr.write(`spanbase: ${message}\n`);
+    process.exitCode = 1;
+  }
 }
