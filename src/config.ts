@@ -14,6 +14,8 @@ export interface Config {
   /** 32-byte key (hex or base64) for tokens and secret encryption; generated into dataDir when absent. */
   secretKey: string | null;
   logLevel: string;
+  /** `pretty` (readable lines), `json` (one JSON object a line), or `auto`: pretty on a terminal. */
+  logFormat: 'auto' | 'pretty' | 'json';
   /** scrypt cost parameter N (power of two). */
   scryptCost: number;
   adminEmail: string;
@@ -46,6 +48,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`SPANBASE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const logFormat = env.SPANBASE_LOG_FORMAT || 'auto';
+  if (logFormat !== 'auto' && logFormat !== 'pretty' && logFormat !== 'json') {
+    throw new ConfigError(`SPANBASE_LOG_FORMAT must be auto, pretty or json, got "${logFormat}"`);
+  }
   const scryptCost = intVar(env, 'SPANBASE_SCRYPT_COST', 32768, 1024, 1048576);
   if ((scryptCost & (scryptCost - 1)) !== 0)
     throw new ConfigError('SPANBASE_SCRYPT_COST must be a power of two');
@@ -64,6 +70,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenTtlSeconds: intVar(env, 'SPANBASE_TOKEN_TTL_SECONDS', 24 * 3600, 60, 365 * 24 * 3600),
     secretKey,
     logLevel,
+    logFormat,
     scryptCost,
     adminEmail,
     adminPassword: env.SPANBASE_ADMIN_PASSWORD || null,

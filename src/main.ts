@@ -1,9 +1,37 @@
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { startServices } from './server.ts';
 
+/**
+ * Logger options for a served process: readable lines on a terminal (pino-pretty, written
+ * synchronously so that the last lines before exit are not lost), one JSON object a line otherwise,
+ * for log collectors.
+ */
+export async function loggerOptions(format: Config['logFormat'], isTTY: boolean): Promise<object> {
+  if (format === 'json' || (format === 'auto' && !isTTY)) return {};
+  const { default: pretty } = await import('pino-pretty');
+  return {
+    stream: pretty({
+      colorize: isTTY,
+      sync: true,
+      singleLine: true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+    }),
+  };
+}
+
+/** Where the data lives, for the start-up line (a PostgreSQL URL without its credentials). */
+function storeDescription(config: Config): string {
+  if (!config.databaseUrl) return `SQLite in ${config.dataDir}`;
+  const url = new URL(config.databaseUrl);
+  return `PostgreSQL at ${url.host}${url.pathname}${config.pgSearchPath ? ` (schema ${config.pgSearchPath})` : ''}`;
+}
+
 /** Serves the API until SIGINT or SIGTERM. */
 export async function serve(config: Config): Promise<void> {
-  const running = await startServices(config);
+  const running = await startServices(config, {
+    logger: await loggerOptions(config.logFormat, process.stdout.isTTY === true),
+  });
   if (running.bootstrap && config.announceBootstrap) {
     process.stdout.write(
       `\nSpanbase created the first admin (${running.bootstrap.email}).\n` +
@@ -11,10 +39,19 @@ export async function serve(config: Config): Promise<void> {
         `  ${running.bootstrap.apiKey}\n\n`,
     );
   }
-  await running.app.listen({ port: config.port, host: config.host });
-  const stop = async () => {
-    await running.close();
-    process.exit(0);
+  const { app } = running;
+  const address = await app.listen({ port: config.port, host: config.host });
+  app.log.info(`Spanbase ready: ${storeDescription(config)}; API reference at ${address}/docs`);
+  const stop = async (signal: NodeJS.Signals) => {
+    app.log.info(`${signal}: shutting down (no new connections; requests under way finish first)`);
+    try {
+      await running.close();
+      app.log.info('stopped');
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    }
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);

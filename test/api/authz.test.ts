@@ -12,6 +12,7 @@ import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import type { Role } from '../../src/domain/roles.ts';
 import { ROLES, atLeast } from '../../src/domain/roles.ts';
+import { OTEL_PATHS } from '../../src/http/routes/otel.ts';
 import { put, validArb } from '../helpers/arbitraries.ts';
 import {
   type JsonSchema,
@@ -310,8 +311,7 @@ export const RULES: Record<string, RouteRule> = {
 
   // --- OpenTelemetry ingestion (another helper's): the target is named in headers -------------------
   ...Object.fromEntries(
-    // The aliases (/otel/traces, /v2/otel/...) are hidden from /openapi.json; the one listed is checked.
-    ['/otel/v1/traces'].map((p) => [
+    OTEL_PATHS.map((p) => [
       `POST ${p}`,
       project('editor', {
         build: (c: CellContext) => ({

@@ -36,6 +36,7 @@ import {
   operations,
   queryString,
 } from '../helpers/openapi.ts';
+import { OTEL_PATHS } from '../../src/http/routes/otel.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { dbSnapshot, furnish, knownBatch, readBackBatch } from '../helpers/world.ts';
 
@@ -174,6 +175,38 @@ const searchBody = (c: Ctx) => ({
 });
 
 /** Known-good bodies per route, given the playground's ids. */
+/** A valid OTLP/JSON export of one llm span. */
+const otlpExport = () => ({
+  resourceSpans: [
+    {
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: 'fuzz' } }] },
+      scopeSpans: [
+        {
+          scope: { name: 'fuzz' },
+          spans: [
+            {
+              traceId: '5b8efff798038103d269b633813fc60c',
+              spanId: 'eee19b7ec3c1b174',
+              parentSpanId: '',
+              name: 'chat',
+              kind: 3,
+              startTimeUnixNano: '1750000000000000000',
+              endTimeUnixNano: '1750000000500000000',
+              attributes: [
+                { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
+                { key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o' } },
+                { key: 'gen_ai.usage.input_tokens', value: { intValue: '12' } },
+                { key: 'user.tier', value: { stringValue: 'gold' } },
+              ],
+              status: { code: 1 },
+            },
+          ],
+        },
+      ],
+    },
+  ],
+});
+
 const EXAMPLES: Record<string, (c: Ctx, creds: Creds) => unknown> = {
   'POST /login': (_c, k) => ({ username: k.email, password: k.password }),
   'POST /v2/login': (_c, k) => ({ username: k.email, password: k.password }),
@@ -260,36 +293,8 @@ const EXAMPLES: Record<string, (c: Ctx, creds: Creds) => unknown> = {
     user_preferences: { focus_on: 'latency', dont_focus_on: '' },
     notification_severities: ['LOW', 'HIGH'],
   }),
-  'POST /otel/v1/traces': () => ({
-    resourceSpans: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: 'fuzz' } }] },
-        scopeSpans: [
-          {
-            scope: { name: 'fuzz' },
-            spans: [
-              {
-                traceId: '5b8efff798038103d269b633813fc60c',
-                spanId: 'eee19b7ec3c1b174',
-                parentSpanId: '',
-                name: 'chat',
-                kind: 3,
-                startTimeUnixNano: '1750000000000000000',
-                endTimeUnixNano: '1750000000500000000',
-                attributes: [
-                  { key: 'gen_ai.operation.name', value: { stringValue: 'chat' } },
-                  { key: 'gen_ai.request.model', value: { stringValue: 'gpt-4o' } },
-                  { key: 'gen_ai.usage.input_tokens', value: { intValue: '12' } },
-                  { key: 'user.tier', value: { stringValue: 'gold' } },
-                ],
-                status: { code: 1 },
-              },
-            ],
-          },
-        ],
-      },
-    ],
-  }),
+  // The OTLP route and its aliases take the same export.
+  ...Object.fromEntries(OTEL_PATHS.map((p) => [`POST ${p}`, otlpExport])),
 };
 
 /** Meaningful values for properties of these names, so generated bodies reach the handlers. */

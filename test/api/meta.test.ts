@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { OTEL_PATHS } from '../../src/http/routes/otel.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 
 for (const store of storesUnderTest()) {
@@ -40,6 +41,25 @@ for (const store of storesUnderTest()) {
       const r = await s.running.app.inject({ method: 'GET', url: '/docs/' });
       assert.equal(r.statusCode, 200);
       assert.match(r.body, /<html/i);
+    });
+
+    test('/ sends a browser to the API reference', async () => {
+      const r = await s.call('GET', '/', undefined, null);
+      assert.equal(r.status, 302);
+      assert.equal(r.headers.location, '/docs');
+    });
+
+    test('every OpenAPI operation has a summary, the OTLP aliases included', async () => {
+      const doc = (await s.call('GET', '/openapi.json', undefined, null)).body;
+      const ops = Object.entries<any>(doc.paths).flatMap(([p, item]) =>
+        Object.entries<any>(item).map(([method, op]) => ({ key: `${method.toUpperCase()} ${p}`, op })),
+      );
+      assert.ok(ops.length >= 74, `${ops.length} operations`);
+      assert.deepEqual(
+        ops.filter((o) => typeof o.op.summary !== 'string' || o.op.summary.length < 5).map((o) => o.key),
+        [],
+      );
+      for (const p of OTEL_PATHS) assert.ok(doc.paths[p]?.post, p);
     });
 
     test('a body over the limit is 413 with a JSON detail', async () => {

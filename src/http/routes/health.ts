@@ -8,6 +8,7 @@ export default async function healthRoutes(app: FastifyInstance) {
     {
       config: { public: true },
       schema: {
+        summary: 'Health check (no credentials)',
         tags: ['health'],
         security: [],
         response: {

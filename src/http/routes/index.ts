@@ -8,6 +8,7 @@ import integrationRoutes from './integrations.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
+import rootRoutes from './root.ts';
 import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
@@ -29,6 +30,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     otelRoutes,
     compatRoutes,
     docsRoutes,
+    rootRoutes,
   ]) {
     await app.register(plugin);
   }

@@ -50,7 +50,13 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/example_gateway',
     {
       attachValidation: true,
-      schema: { tags, body: GatewayIntegrationBody, response: withErrors({ 200: Integration }) },
+      schema: {
+        summary: 'Create or update your gateway integration',
+        description: 'One per user: a second PUT updates it. The token is stored sealed and never answered.',
+        tags,
+        body: GatewayIntegrationBody,
+        response: withErrors({ 200: Integration }),
+      },
     },
     async (req) => {
       if (req.validationError) throw tokenSafeFaults(req);
@@ -59,17 +65,37 @@ export default async function integrationRoutes(app: FastifyInstance) {
   );
   app.get(
     '/v2/integrations',
-    { schema: { tags, response: withErrors({ 200: Type.Array(Integration) }) } },
+    {
+      schema: {
+        summary: 'List the integrations you own or that are shared with you',
+        tags,
+        response: withErrors({ 200: Type.Array(Integration) }),
+      },
+    },
     async (req) => integrations.list(req.caller),
   );
   app.get<{ Params: P }>(
     '/v2/integrations/:integration_id',
-    { schema: { tags, params: IntegrationParams, response: withErrors({ 200: Integration }) } },
+    {
+      schema: {
+        summary: 'Get an integration',
+        tags,
+        params: IntegrationParams,
+        response: withErrors({ 200: Integration }),
+      },
+    },
     async (req) => integrations.get(req.caller, req.params.integration_id),
   );
   app.delete<{ Params: P }>(
     '/v2/integrations/:integration_id',
-    { schema: { tags, params: IntegrationParams, response: withErrors({ 200: Message }) } },
+    {
+      schema: {
+        summary: 'Delete an integration (owners)',
+        tags,
+        params: IntegrationParams,
+        response: withErrors({ 200: Message }),
+      },
+    },
     async (req) => {
       await integrations.delete(req.caller, req.params.integration_id);
       return { message: 'Integration deleted' };
@@ -81,6 +107,7 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/users',
     {
       schema: {
+        summary: 'List the users an integration is shared with',
         tags,
         params: IntegrationParams,
         response: withErrors({ 200: Type.Array(UserCollaborator) }),
@@ -92,6 +119,7 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/users',
     {
       schema: {
+        summary: 'Share an integration with users (owners)',
         tags,
         params: IntegrationParams,
         body: ShareWithUsers,
@@ -104,6 +132,8 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/users/:user_id',
     {
       schema: {
+        summary: "Change a user's role on an integration (owners)",
+        description: 'The last owner cannot be demoted (422).',
         tags,
         params: IntegrationUserParams,
         body: SetRole,
@@ -115,7 +145,15 @@ export default async function integrationRoutes(app: FastifyInstance) {
   );
   app.delete<{ Params: P & { user_id: string } }>(
     '/v2/integrations/:integration_id/users/:user_id',
-    { schema: { tags, params: IntegrationUserParams, response: withErrors({ 200: Message }) } },
+    {
+      schema: {
+        summary: 'Stop sharing an integration with a user (owners)',
+        description: 'The last owner cannot be removed (422).',
+        tags,
+        params: IntegrationUserParams,
+        response: withErrors({ 200: Message }),
+      },
+    },
     async (req) => {
       await integrations.removeUser(req.caller, req.params.integration_id, req.params.user_id);
       return { message: 'User collaborator removed' };
@@ -127,6 +165,7 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/groups',
     {
       schema: {
+        summary: 'List the groups an integration is shared with',
         tags,
         params: IntegrationParams,
         response: withErrors({ 200: Type.Array(GroupCollaborator) }),
@@ -138,6 +177,7 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/groups',
     {
       schema: {
+        summary: 'Share an integration with groups (owners)',
         tags,
         params: IntegrationParams,
         body: ShareWithGroups,
@@ -150,6 +190,8 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id/groups/:group_id',
     {
       schema: {
+        summary: "Change a group's role on an integration (owners)",
+        description: 'The last owner cannot be demoted (422).',
         tags,
         params: IntegrationGroupParams,
         body: SetRole,
@@ -161,7 +203,15 @@ export default async function integrationRoutes(app: FastifyInstance) {
   );
   app.delete<{ Params: P & { group_id: string } }>(
     '/v2/integrations/:integration_id/groups/:group_id',
-    { schema: { tags, params: IntegrationGroupParams, response: withErrors({ 200: Message }) } },
+    {
+      schema: {
+        summary: 'Stop sharing an integration with a group (owners)',
+        description: 'The last owner cannot be removed (422).',
+        tags,
+        params: IntegrationGroupParams,
+        response: withErrors({ 200: Message }),
+      },
+    },
     async (req) => {
       await integrations.removeGroup(req.caller, req.params.integration_id, req.params.group_id);
       return { message: 'Group collaborator removed' };

@@ -119,10 +119,12 @@ export default async function otelRoutes(app: FastifyInstance) {
         validatorCompiler: bodyCheckedByDecoder,
         schema: {
           tags: ['opentelemetry'],
-          summary: 'OTLP/HTTP trace export (protobuf or JSON, optionally gzip)',
+          summary:
+            url === OTEL_PATHS[0]
+              ? 'OTLP/HTTP trace export (protobuf or JSON, optionally gzip)'
+              : `OTLP/HTTP trace export (the same as POST ${OTEL_PATHS[0]})`,
           description:
-            'Target from the headers projectid or project, and logstreamid, logstream (created when missing), experimentid or experiment; optional sessionid. Authenticate with an API-key header.',
-          hide: url !== OTEL_PATHS[0],
+            'Target from the headers projectid or project, and logstreamid, logstream (created when missing), experimentid or experiment; optional sessionid. Authenticate with an API-key header. A JSON body must be UTF-8 (400 naming the offset of the first bad byte); protobuf strings that are not UTF-8 are stored with U+FFFD in place of the bad bytes.',
           headers: OtelHeaders,
           body: OtelRequestBody,
           response: OtelResponses,

@@ -10,13 +10,23 @@ export default async function projectRoutes(app: FastifyInstance) {
 
   app.post<{ Body: { name: string; type?: string } }>(
     '/v2/projects',
-    { schema: { tags: ['projects'], body: CreateProject, response: withErrors({ 200: Project }) } },
+    {
+      schema: {
+        summary: 'Create a project',
+        description: 'Names are unique across the service (409 when taken); the caller becomes its owner.',
+        tags: ['projects'],
+        body: CreateProject,
+        response: withErrors({ 200: Project }),
+      },
+    },
     async (req) => projects.create(req.caller, req.body),
   );
   app.get<{ Querystring: { project_name?: string; type?: string } }>(
     '/v2/projects',
     {
       schema: {
+        summary: 'List the projects you can see',
+        description: 'Filter with `project_name` (exact) and `type`.',
         tags: ['projects'],
         querystring: ListProjectsQuery,
         response: withErrors({ 200: Type.Array(Project) }),
@@ -26,13 +36,21 @@ export default async function projectRoutes(app: FastifyInstance) {
   );
   app.get<{ Params: P }>(
     '/v2/projects/:project_id',
-    { schema: { tags: ['projects'], params: ProjectParams, response: withErrors({ 200: Project }) } },
+    {
+      schema: {
+        summary: 'Get a project',
+        tags: ['projects'],
+        params: ProjectParams,
+        response: withErrors({ 200: Project }),
+      },
+    },
     async (req) => projects.get(req.caller, req.params.project_id),
   );
   app.delete<{ Params: P }>(
     '/v2/projects/:project_id',
     {
       schema: {
+        summary: 'Delete a project and everything in it (owners)',
         tags: ['projects'],
         params: ProjectParams,
         response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
@@ -47,6 +65,8 @@ export default async function projectRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/collaborators',
     {
       schema: {
+        summary: 'Share a project with a user or a group (owners)',
+        description: 'Gives `user_id` or `group_id` a role: owner, editor, annotator or viewer.',
         tags: ['projects'],
         params: ProjectParams,
         body: ShareProject,

@@ -8,24 +8,41 @@ export default async function runRoutes(app: FastifyInstance) {
   const { runs } = app.services;
   type P = { project_id: string };
 
-  for (const [kind, segment, tag] of [
-    ['log_stream', 'log_streams', 'log_streams'],
-    ['experiment', 'experiments', 'experiments'],
-  ] as [RunKind, string, string][]) {
+  for (const [kind, segment, tag, label] of [
+    ['log_stream', 'log_streams', 'log_streams', 'log stream'],
+    ['experiment', 'experiments', 'experiments', 'experiment'],
+  ] as [RunKind, string, string, string][]) {
     app.post<{ Params: P; Body: { name: string } }>(
       `/v2/projects/:project_id/${segment}`,
-      { schema: { tags: [tag], params: ProjectParams, body: CreateRun, response: withErrors({ 200: Run }) } },
+      {
+        schema: {
+          summary: `Create a ${label}`,
+          description: 'Names are unique within the project (409 when taken).',
+          tags: [tag],
+          params: ProjectParams,
+          body: CreateRun,
+          response: withErrors({ 200: Run }),
+        },
+      },
       async (req) => runs.create(req.caller, req.params.project_id, kind, req.body.name),
     );
     app.get<{ Params: P }>(
       `/v2/projects/:project_id/${segment}`,
-      { schema: { tags: [tag], params: ProjectParams, response: withErrors({ 200: Type.Array(Run) }) } },
+      {
+        schema: {
+          summary: `List the ${label}s of a project`,
+          tags: [tag],
+          params: ProjectParams,
+          response: withErrors({ 200: Type.Array(Run) }),
+        },
+      },
       async (req) => runs.list(req.caller, req.params.project_id, kind),
     );
     app.get<{ Params: P & { run_id: string } }>(
       `/v2/projects/:project_id/${segment}/:run_id`,
       {
         schema: {
+          summary: `Get a ${label}`,
           tags: [tag],
           params: Type.Object({ project_id: Uuid, run_id: Uuid }),
           response: withErrors({ 200: Run }),
@@ -39,6 +56,9 @@ export default async function runRoutes(app: FastifyInstance) {
     '/v2/projects/:project_id/log_streams/search',
     {
       schema: {
+        summary: 'Search log streams',
+        description:
+          'Filters by `id`, `name`, `created_by`, `created_at`, `updated_at` (ANDed); sorts by `name`, `created_at` or `updated_at` (default `created_at` descending). `num_traces` and `num_spans` are counted only with `include_counts: true`.',
         tags: ['log_streams'],
         params: ProjectParams,
         body: SearchRuns,

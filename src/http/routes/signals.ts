@@ -15,13 +15,24 @@ export default async function signalsRoutes(app: FastifyInstance) {
 
   app.get<{ Params: P }>(
     url,
-    { schema: { tags, params: SignalsParams, response: withErrors({ 200: SignalsConfigurationEnvelope }) } },
+    {
+      schema: {
+        summary: 'Get the Signals configuration of a run',
+        description: 'A run with none saved answers the defaults with `id: null`.',
+        tags,
+        params: SignalsParams,
+        response: withErrors({ 200: SignalsConfigurationEnvelope }),
+      },
+    },
     async (req) => signals.get(req.caller, req.params.project_id, req.params.run_id),
   );
   app.put<{ Params: P; Body: SignalsUpdate }>(
     url,
     {
       schema: {
+        summary: 'Save the Signals configuration of a run (editors)',
+        description:
+          'Fields at the top level of the body; fields left out keep their saved value. Stored only: Spanbase does not run Signals yet.',
         tags,
         params: SignalsParams,
         body: UpdateSignalsConfiguration,

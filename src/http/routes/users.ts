@@ -29,6 +29,9 @@ export default async function userRoutes(app: FastifyInstance) {
         {
           config: { public: true },
           schema: {
+            summary: 'Log in with email and password',
+            description:
+              'The OAuth2 password flow: form fields `username` (the email) and `password`; answers a bearer token. Repeated failures for one account or address answer 429 with Retry-After.',
             tags: ['auth'],
             security: [],
             consumes: ['application/x-www-form-urlencoded'],
@@ -48,7 +51,13 @@ export default async function userRoutes(app: FastifyInstance) {
     '/v2/login/api_key',
     {
       config: { public: true },
-      schema: { tags: ['auth'], security: [], body: ApiKeyLogin, response: withErrors({ 200: Token }) },
+      schema: {
+        summary: 'Exchange an API key for a bearer token',
+        tags: ['auth'],
+        security: [],
+        body: ApiKeyLogin,
+        response: withErrors({ 200: Token }),
+      },
     },
     async (req) => {
       const user = await auth.loginWithApiKey(req.body.api_key, req.ip);
@@ -58,24 +67,40 @@ export default async function userRoutes(app: FastifyInstance) {
 
   app.get(
     '/v2/current_user',
-    { schema: { tags: ['users'], response: withErrors({ 200: User }) } },
+    { schema: { summary: "The caller's own user", tags: ['users'], response: withErrors({ 200: User }) } },
     async (req) => users.get(req.caller, req.caller.id),
   );
 
   app.post<{ Body: any }>(
     '/v2/users',
-    { schema: { tags: ['users'], body: CreateUser, response: withErrors({ 200: User }) } },
+    {
+      schema: {
+        summary: 'Create a user (admins)',
+        description:
+          'Without a password the user can only use API keys. The email is kept lower-cased and must be unique (409).',
+        tags: ['users'],
+        body: CreateUser,
+        response: withErrors({ 200: User }),
+      },
+    },
     async (req) => users.create(req.caller, req.body as any),
   );
   app.get(
     '/v2/users',
-    { schema: { tags: ['users'], response: withErrors({ 200: Type.Array(User) }) } },
+    {
+      schema: {
+        summary: 'List users (admins)',
+        tags: ['users'],
+        response: withErrors({ 200: Type.Array(User) }),
+      },
+    },
     async (req) => users.list(req.caller),
   );
   app.get<{ Params: { user_id: string } }>(
     '/v2/users/:user_id',
     {
       schema: {
+        summary: 'Get a user (yourself, or anyone for admins)',
         tags: ['users'],
         params: Type.Object({ user_id: Uuid }),
         response: withErrors({ 200: User }),
@@ -86,18 +111,33 @@ export default async function userRoutes(app: FastifyInstance) {
 
   app.post<{ Body: { description?: string; expires_at?: string | null } }>(
     '/v2/users/api_keys',
-    { schema: { tags: ['api_keys'], body: CreateApiKey, response: withErrors({ 200: CreatedApiKey }) } },
+    {
+      schema: {
+        summary: 'Create an API key for yourself',
+        description: 'The key is in this answer only; Spanbase keeps a hash of it.',
+        tags: ['api_keys'],
+        body: CreateApiKey,
+        response: withErrors({ 200: CreatedApiKey }),
+      },
+    },
     async (req) => auth.createApiKey(req.caller.id, req.body.description ?? '', req.body.expires_at),
   );
   app.get(
     '/v2/users/api_keys',
-    { schema: { tags: ['api_keys'], response: withErrors({ 200: Type.Array(ApiKey) }) } },
+    {
+      schema: {
+        summary: 'List your API keys (never the secrets)',
+        tags: ['api_keys'],
+        response: withErrors({ 200: Type.Array(ApiKey) }),
+      },
+    },
     async (req) => auth.listApiKeys(req.caller.id),
   );
   app.delete<{ Params: { api_key_id: string } }>(
     '/v2/users/api_keys/:api_key_id',
     {
       schema: {
+        summary: 'Revoke one of your API keys',
         tags: ['api_keys'],
         params: Type.Object({ api_key_id: Uuid }),
         response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
@@ -111,12 +151,21 @@ export default async function userRoutes(app: FastifyInstance) {
 
   app.post<{ Body: { name: string; description?: string | null } }>(
     '/v2/groups',
-    { schema: { tags: ['groups'], body: CreateGroup, response: withErrors({ 200: Group }) } },
+    {
+      schema: {
+        summary: 'Create a group (admins)',
+        tags: ['groups'],
+        body: CreateGroup,
+        response: withErrors({ 200: Group }),
+      },
+    },
     async (req) => users.createGroup(req.caller, req.body),
   );
   app.get(
     '/v2/groups',
-    { schema: { tags: ['groups'], response: withErrors({ 200: Type.Array(Group) }) } },
+    {
+      schema: { summary: 'List groups', tags: ['groups'], response: withErrors({ 200: Type.Array(Group) }) },
+    },
     async (req) => users.listGroups(req.caller),
   );
   const GroupParams = Type.Object({ group_id: Uuid });
@@ -124,6 +173,7 @@ export default async function userRoutes(app: FastifyInstance) {
     '/v2/groups/:group_id/members',
     {
       schema: {
+        summary: 'Add users to a group (admins)',
         tags: ['groups'],
         params: GroupParams,
         body: AddMembers,
@@ -139,13 +189,21 @@ export default async function userRoutes(app: FastifyInstance) {
   );
   app.get<{ Params: { group_id: string } }>(
     '/v2/groups/:group_id/members',
-    { schema: { tags: ['groups'], params: GroupParams, response: withErrors({ 200: Type.Array(User) }) } },
+    {
+      schema: {
+        summary: "List a group's members",
+        tags: ['groups'],
+        params: GroupParams,
+        response: withErrors({ 200: Type.Array(User) }),
+      },
+    },
     async (req) => users.members(req.caller, req.params.group_id),
   );
   app.delete<{ Params: { group_id: string; user_id: string } }>(
     '/v2/groups/:group_id/members/:user_id',
     {
       schema: {
+        summary: 'Remove a user from a group (admins)',
         tags: ['groups'],
         params: Type.Object({ group_id: Uuid, user_id: Uuid }),
         response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
