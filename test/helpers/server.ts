@@ -1,15 +1,32 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { test } from 'node:test';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Running, startServices } from '../../src/server.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
 
-/** SQLite always; PostgreSQL too when SPANBASE_TEST_DATABASE_URL is set. */
+const PG_SKIPPED =
+  'not run on PostgreSQL: set SPANBASE_TEST_DATABASE_URL to run this file on PostgreSQL as well, ' +
+  'e.g. SPANBASE_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test npm test';
+let pgSkipShown = false;
+
+/**
+ * SQLite always; PostgreSQL too when SPANBASE_TEST_DATABASE_URL is set. Without it, each test file
+ * shows a skipped test saying how to run it on PostgreSQL; with SPANBASE_REQUIRE_POSTGRES=1 (as
+ * .ci/run sets) it fails instead.
+ */
 export function storesUnderTest(): StoreKind[] {
-  return process.env.SPANBASE_TEST_DATABASE_URL ? ['sqlite', 'postgres'] : ['sqlite'];
+  if (process.env.SPANBASE_TEST_DATABASE_URL) return ['sqlite', 'postgres'];
+  if (process.env.SPANBASE_REQUIRE_POSTGRES === '1')
+    throw new Error('SPANBASE_REQUIRE_POSTGRES=1 but SPANBASE_TEST_DATABASE_URL is not set');
+  if (!pgSkipShown) {
+    pgSkipShown = true;
+    test('[postgres]', { skip: PG_SKIPPED }, () => {});
+  }
+  return ['sqlite'];
 }
 
 export interface Reply {
