@@ -14,7 +14,11 @@ export type { RunKind };
 
 const KIND_LABEL: Record<RunKind, string> = { log_stream: 'Log stream', experiment: 'Experiment' };
 
-function describeRun(r: RunRow, creator: UserRow | undefined, includeCounts: boolean) {
+/**
+ * A run as the API answers it. The counts are kept current on the run's row at ingestion, so every
+ * answer carries them (`include_counts` of log stream search costs nothing and changes nothing).
+ */
+function describeRun(r: RunRow, creator: UserRow | undefined) {
   return {
     id: r.id,
     name: r.name,
@@ -25,8 +29,8 @@ function describeRun(r: RunRow, creator: UserRow | undefined, includeCounts: boo
     created_by_user: creator
       ? { id: creator.id, email: creator.email, first_name: creator.first_name, last_name: creator.last_name }
       : null,
-    num_traces: includeCounts ? Number(r.num_traces) : null,
-    num_spans: includeCounts ? Number(r.num_spans) : null,
+    num_traces: Number(r.num_traces),
+    num_spans: Number(r.num_spans),
     has_user_created_sessions: Boolean(r.has_user_created_sessions),
   };
 }
@@ -95,10 +99,10 @@ export class RunsService {
     private readonly projects: ProjectsService,
   ) {}
 
-  private async describeAll(rows: RunRow[], includeCounts: boolean) {
+  private async describeAll(rows: RunRow[]) {
     const creators = await this.users.byIds([...new Set(rows.map((r) => r.created_by))]);
     const byId = new Map(creators.map((u) => [u.id, u]));
-    return rows.map((r) => describeRun(r, byId.get(r.created_by), includeCounts));
+    return rows.map((r) => describeRun(r, byId.get(r.created_by)));
   }
 
   async create(caller: Caller, projectId: string, kind: RunKind, name: string) {
@@ -126,19 +130,19 @@ export class RunsService {
       if (await this.runs.byName(projectId, kind, name)) throw taken();
       throw err;
     }
-    return (await this.describeAll([run], true))[0];
+    return (await this.describeAll([run]))[0];
   }
 
   async list(caller: Caller, projectId: string, kind: RunKind) {
     await this.projects.access(caller, projectId);
-    return this.describeAll(await this.runs.list(projectId, kind), true);
+    return this.describeAll(await this.runs.list(projectId, kind));
   }
 
   async get(caller: Caller, projectId: string, runId: string, kind: RunKind) {
     await this.projects.access(caller, projectId);
     const run = await this.runs.byId(projectId, runId, kind);
     if (!run) throw notFound(KIND_LABEL[kind]);
-    return (await this.describeAll([run], true))[0];
+    return (await this.describeAll([run]))[0];
   }
 
   /**
@@ -175,7 +179,6 @@ export class RunsService {
       sort: RunSort;
       starting_token: number;
       limit: number;
-      include_counts: boolean;
     },
   ) {
     const tree = runFilterTree(q.filters);
@@ -184,7 +187,7 @@ export class RunsService {
     const more = rows.length > q.limit;
     const page = more ? rows.slice(0, q.limit) : rows;
     return {
-      log_streams: await this.describeAll(page, q.include_counts),
+      log_streams: await this.describeAll(page),
       starting_token: q.starting_token,
       limit: q.limit,
       paginated: more,

@@ -57,7 +57,7 @@ for (const store of storesUnderTest()) {
       assert.equal(r.body.limit, 100);
       assert.equal(r.body.paginated, false);
       assert.equal(r.body.next_starting_token, null);
-      assert.equal(r.body.log_streams[0].num_traces, null);
+      assert.equal(r.body.log_streams[0].num_traces, 0);
     });
 
     test('the three sorts, both directions', async () => {
@@ -146,10 +146,41 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(names(both), ['delta%2']);
     });
 
-    test('include_counts fills the counts', async () => {
-      const r = await search({ include_counts: true, limit: 1 });
-      assert.equal(r.body.log_streams[0].num_traces, 0);
-      assert.equal(r.body.log_streams[0].num_spans, 0);
+    test('every answer carries the same counts: create, list, get, and search with or without include_counts', async () => {
+      // A project of its own: the other tests count this one's log streams.
+      const pid = (await s.call('POST', '/v2/projects', { name: 'runs-counted' })).body.id;
+      const created = await s.call('POST', `/v2/projects/${pid}/log_streams`, { name: 'counted' });
+      assert.equal(created.body.num_traces, 0);
+      assert.equal(created.body.num_spans, 0);
+      const batch = await s.call('POST', `/v2/projects/${pid}/traces`, {
+        log_stream_id: created.body.id,
+        traces: [
+          {
+            name: 't1',
+            spans: [
+              { type: 'llm', input: 'q' },
+              { type: 'tool', input: 'x' },
+            ],
+          },
+          { name: 't2', spans: [] },
+        ],
+      });
+      assert.equal(batch.status, 200, batch.text);
+      const counts = (l: any) => [l.num_traces, l.num_spans];
+      const filter = { filters: [{ name: 'name', operator: 'eq', value: 'counted' }] };
+      const answers = [
+        (await s.call('GET', `/v2/projects/${pid}/log_streams/${created.body.id}`)).body,
+        (await s.call('GET', `/v2/projects/${pid}/log_streams`)).body[0],
+        ...(await Promise.all(
+          [{}, { include_counts: true }, { include_counts: false }].map(
+            async (extra) =>
+              (
+                await s.call('POST', `/v2/projects/${pid}/log_streams/search`, { ...filter, ...extra })
+              ).body.log_streams[0],
+          ),
+        )),
+      ];
+      for (const a of answers) assert.deepEqual(counts(a), [2, 2]);
     });
 
     test('bad searches are 422 with loc', async () => {

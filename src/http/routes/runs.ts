@@ -58,7 +58,7 @@ export default async function runRoutes(app: FastifyInstance) {
       schema: {
         summary: 'Search log streams',
         description:
-          'Filters by `id`, `name`, `created_by`, `created_at`, `updated_at` (ANDed); sorts by `name`, `created_at` or `updated_at` (default `created_at` descending). `num_traces` and `num_spans` are counted only with `include_counts: true`.',
+          'Filters by `id`, `name`, `created_by`, `created_at`, `updated_at` (ANDed); sorts by `name`, `created_at` or `updated_at` (default `created_at` descending). `num_traces` and `num_spans` are always filled (kept current at ingestion), as in every log stream answer; `include_counts` is accepted and changes nothing.',
         tags: ['log_streams'],
         params: ProjectParams,
         body: SearchRuns,
@@ -74,7 +74,6 @@ export default async function runRoutes(app: FastifyInstance) {
           : { name: 'created_at', ascending: false },
         starting_token: b.starting_token,
         limit: b.limit,
-        include_counts: b.include_counts ?? false,
       });
     },
   );
