@@ -14,11 +14,13 @@ export const MIN_DISCARD_BYTES = 64 * 1024 * 1024;
  * server also ends a request that takes longer than its `requestTimeout`.
  */
 export function installUnreadBodyDrain(app: FastifyInstance, maxDiscardBytes: number): void {
-  app.addHook('onSend', async (req, reply, payload) => {
-    if (req.raw.complete || req.raw.readableEnded) return payload;
-    reply.removeHeader('connection');
-    discardRest(req.raw, maxDiscardBytes);
-    return payload;
+  // A callback hook, not an async one: it runs on every reply and almost always does nothing.
+  app.addHook('onSend', (req, reply, payload, done) => {
+    if (!req.raw.complete && !req.raw.readableEnded) {
+      reply.removeHeader('connection');
+      discardRest(req.raw, maxDiscardBytes);
+    }
+    done(null, payload);
   });
 }
 
