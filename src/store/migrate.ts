@@ -23,7 +23,12 @@ export async function migrate(store: Store): Promise<void> {
   store.migrated?.();
 }
 
-function otherSchemaVanished(reason: string, ours: string): boolean {
-  const m = /^schema "(.+)" does not exist$/.exec(reason);
-  return m !== null && m[1] !== ours;
+/**
+ * Whether a failure names another schema that went away: the schema itself, or one of its tables
+ * (dropped between the introspection's listing of the tables and its reading of their columns).
+ */
+export function otherSchemaVanished(reason: string, ours: string): boolean {
+  const m = /^(?:schema "([^"]+)"|relation "([^".]+)\.[^"]+") does not exist$/.exec(reason);
+  const schema = m?.[1] ?? m?.[2];
+  return schema !== undefined && schema !== ours;
 }
