@@ -2,13 +2,17 @@
  * The ingest planner: given the normalised records of one request and the stored rows they touch,
  * decides every write of the batch (pure; the store runs it inside one transaction and applies the
  * result). It keeps the derived data current: child counts, trace token sums, session aggregates,
- * token usage per UTC day and the column catalogue. Re-sending an id merges field by field and only
+ * token usage per UTC day, costs (llm spans priced at their created_at, summed on traces and
+ * sessions like the tokens), the models seen per run and the column catalogue. Re-sending an id merges field by field and only
  * applies differences, so nothing is counted twice.
  */
 import { type Loc, ValidationError, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { type NormalRecord, type Scalar, mergeRecord } from './ingest.ts';
+import type { Pricer } from './prices/pricer.ts';
 import {
+  DERIVED_METRICS,
+  INPUT_INCLUDES_CACHED,
   PROMOTED_METRICS,
   type RecordBody,
   type RecordRow,
@@ -35,6 +39,15 @@ export interface TokenDelta {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  /** Change of the day's cost; null when no span of the batch has or had a cost that day. */
+  cost: number | null;
+}
+
+/** A model name seen on llm spans of the batch, with the created_at range of those spans. */
+export interface ModelSeen {
+  model: string;
+  first_seen: number;
+  last_seen: number;
 }
 
 export interface Plan {
@@ -44,6 +57,7 @@ export interface Plan {
   newSpans: number;
   tokenUsage: TokenDelta[];
   catalogue: CatalogueEntry[];
+  models: ModelSeen[];
   /** The run gained a session made by POST /sessions. */
   userSession: boolean;
 }
@@ -97,7 +111,31 @@ interface Entry {
   meta?: { metrics: Record<string, number>; user: Record<string, Scalar>; dataset: Record<string, Scalar> };
   /** Parsed body, for rows the planner edits (traces, sessions). */
   body?: RecordBody;
+  /** The record's `metrics.cost` as the plan has it (undefined: not read yet, see costOf). */
+  cost?: number | null;
+  /** `cost` changed: finish() writes it into the row's metrics JSON. */
+  costDirty?: boolean;
   dirty: boolean;
+}
+
+const parseMetrics = (text: string | null): Record<string, number> =>
+  text === null ? {} : (JSON.parse(text) as Record<string, number>);
+
+/** The `cost` of a metrics JSON text, or null. */
+function storedCost(text: string | null): number | null {
+  // Most rows carry no other metric: skip the parse when the key cannot be there.
+  if (text === null || !text.includes('"cost"')) return null;
+  const v = parseMetrics(text).cost;
+  return typeof v === 'number' ? v : null;
+}
+
+/** A metrics JSON text with `cost` set (or removed, for null). */
+function withCost(text: string | null, cost: number | null): string | null {
+  if (text === null) return cost === null ? null : JSON.stringify({ cost });
+  const m = parseMetrics(text);
+  if (cost === null) delete m.cost;
+  else m.cost = cost;
+  return Object.keys(m).length ? JSON.stringify(m) : null;
 }
 
 function dataType(v: Scalar): string {
@@ -126,6 +164,8 @@ export class Planner {
       now: number;
       /** Stored rows by id (records of the request, their sessions, traces and parents). */
       existing: Map<string, StoredRecord>;
+      /** Prices of the project (none: llm spans get no computed cost). */
+      pricer?: Pricer;
     },
   ) {}
 
@@ -158,6 +198,36 @@ export class Planner {
   private bodyOf(e: Entry): RecordBody {
     if (!e.body) e.body = parse<RecordBody>(e.row.body, {});
     return e.body;
+  }
+
+  private costOf(e: Entry): number | null {
+    if (e.cost === undefined) e.cost = storedCost(e.row.metrics);
+    return e.cost;
+  }
+
+  private setCost(e: Entry, cost: number | null) {
+    if (this.costOf(e) === cost) return;
+    e.cost = cost;
+    e.costDirty = true;
+    e.dirty = true;
+  }
+
+  /** The cost of an llm span row from the project's prices at its created_at (null: none). */
+  private priced(row: RecordRow, x: Record<string, unknown> | undefined): number | null {
+    const said = x?.[INPUT_INCLUDES_CACHED];
+    return (
+      this.ctx.pricer?.costOf(
+        row.model,
+        row.created_at,
+        {
+          input: row.num_input_tokens,
+          output: row.num_output_tokens,
+          cacheRead: row.num_cache_read_input_tokens,
+          cacheCreation: row.num_cache_creation_input_tokens,
+        },
+        typeof said === 'boolean' ? said : null,
+      ) ?? null
+    );
   }
 
   // ---- sessions --------------------------------------------------------------------------
@@ -282,7 +352,16 @@ export class Planner {
     row.project_id = this.ctx.projectId;
     row.run_id = this.ctx.runId;
     row.session_id = trace.row.session_id;
-    this.add(row, null, { metrics: rec.metrics, user: rec.userMetadata, dataset: rec.datasetMetadata });
+    const e = this.add(row, null, {
+      metrics: rec.metrics,
+      user: rec.userMetadata,
+      dataset: rec.datasetMetadata,
+    });
+    if (row.type === 'llm') {
+      // A cost the client sent wins; otherwise the price in force at the span's created_at.
+      e.cost = rec.metrics.cost ?? null;
+      if (!rec.body.tok?.includes('cost')) this.setCost(e, this.priced(row, rec.body.x));
+    }
     this.newSpans++;
     trace.row.num_children++;
     trace.dirty = true;
@@ -305,17 +384,26 @@ export class Planner {
         tb.pend[row.parent_id as string] = (tb.pend[row.parent_id as string] ?? 0) + 1;
       }
     }
-    if (row.type === 'llm') this.llmChanged(trace, null, row);
+    if (row.type === 'llm') this.llmChanged(trace, null, row, null, e.cost ?? null);
   }
 
   /**
    * A stored trace or span written again (re-send or PATCH): fields of `incoming` replace the
    * stored ones; derived data moves by the difference.
    */
-  update(prior: StoredRecord, incoming: Record<string, unknown>, kind: 'trace' | 'span'): void {
+  update(prior: StoredRecord, sent: Record<string, unknown>, kind: 'trace' | 'span'): void {
     const e = this.entry(prior.id) as Entry;
     const before = e.row;
+    const costBefore = this.costOf(e);
+    const oldBody = this.bodyOf(e);
     const api = recordToApi({ ...before, metrics: before.metrics, body: before.body } as StoredRecord);
+    // Pricing-only fields are not in the API view: keep them unless the write sends them again.
+    const said = oldBody.x?.[INPUT_INCLUDES_CACHED];
+    const incoming =
+      said !== undefined && sent[INPUT_INCLUDES_CACHED] === undefined
+        ? { ...sent, [INPUT_INCLUDES_CACHED]: said }
+        : sent;
+    const sentCost = (incoming.metrics as Record<string, unknown> | undefined)?.cost;
     const m = mergeRecord(api, incoming, kind, this.ctx.now);
     const row = m.row;
     row.id = before.id;
@@ -326,13 +414,14 @@ export class Planner {
     row.parent_id = before.parent_id;
     row.created_at = before.created_at;
     row.num_children = before.num_children;
+    let costAfter: number | null = m.metrics.cost ?? null;
     if (kind === 'trace') {
-      // Token keys the client never set stay the sums of the llm spans.
-      const oldBody = this.bodyOf(e);
+      // Token and cost keys the client never set stay the sums of the llm spans.
       const set = new Set<string>(oldBody.tok ?? []);
       const sent = incoming.metrics as Record<string, unknown> | undefined;
-      if (sent && typeof sent === 'object') for (const k of TOKEN_METRICS) if (sent[k] != null) set.add(k);
+      if (sent && typeof sent === 'object') for (const k of DERIVED_METRICS) if (sent[k] != null) set.add(k);
       for (const k of TOKEN_METRICS) if (!set.has(k)) row[k] = before[k];
+      if (!set.has('cost')) costAfter = costBefore;
       if (set.size) m.body.tok = [...set];
       else delete m.body.tok;
       // The merge rebuilds the body from the API view, which does not carry the counts of children
@@ -340,26 +429,61 @@ export class Planner {
       if (oldBody.pend) m.body.pend = oldBody.pend;
       row.body = JSON.stringify(m.body);
       e.body = m.body;
+    } else if (row.type === 'llm' && sentCost == null && !oldBody.tok?.includes('cost')) {
+      // The stored cost was computed (the merge saw it as sent): price the merged span again.
+      delete m.body.tok;
+      row.body = JSON.stringify(m.body);
+      costAfter = this.priced(row, m.body.x);
+      e.body = undefined;
     } else {
       e.body = undefined;
     }
     e.row = row;
     e.meta = { metrics: m.metrics, user: m.userMetadata, dataset: m.datasetMetadata };
     e.dirty = true;
+    // The merged row's metrics carry the cost the merge saw; the plan's own value replaces it.
+    e.cost = storedCost(row.metrics);
+    this.setCost(e, costAfter);
     if (row.type === 'llm') {
       const trace = this.entry(row.trace_id as string);
-      if (trace) this.llmChanged(trace, before, row);
+      if (trace) this.llmChanged(trace, before, row, costBefore, costAfter);
     }
   }
 
-  /** An llm span appeared or changed: token usage of its day and its trace's token sums. */
-  private llmChanged(trace: Entry, before: RecordRow | null, after: RecordRow) {
+  /**
+   * Recompute: an llm span's cost with today's prices (spans whose cost the client sent keep it);
+   * its trace, session and day move by the difference. Returns whether the cost changed.
+   */
+  reprice(prior: StoredRecord): boolean {
+    if (prior.type !== 'llm' || prior.run_id !== this.ctx.runId) return false;
+    const e = this.entry(prior.id) as Entry;
+    const body = this.bodyOf(e);
+    if (body.tok?.includes('cost')) return false;
+    const before = this.costOf(e);
+    const after = this.priced(e.row, body.x);
+    if (before === after) return false;
+    this.setCost(e, after);
+    const trace = this.entry(e.row.trace_id as string);
+    if (trace) this.llmChanged(trace, e.row, e.row, before, after);
+    return true;
+  }
+
+  /** An llm span appeared or changed: token usage and cost of its day, its trace's sums. */
+  private llmChanged(
+    trace: Entry,
+    before: RecordRow | null,
+    after: RecordRow,
+    costBefore: number | null,
+    costAfter: number | null,
+  ) {
     const d = (k: TokenMetric) => (after[k] ?? 0) - (before?.[k] ?? 0);
     const din = d('num_input_tokens');
     const dout = d('num_output_tokens');
     const dread = d('num_cache_read_input_tokens');
     const dcreate = d('num_cache_creation_input_tokens');
-    if (din || dout || dread || dcreate) {
+    const priced = costBefore !== null || costAfter !== null;
+    const dcost = (costAfter ?? 0) - (costBefore ?? 0);
+    if (din || dout || dread || dcreate || priced) {
       const day = Math.floor(after.created_at / DAY_US) * DAY_US;
       let t = this.tokens.get(day);
       if (!t) {
@@ -369,6 +493,7 @@ export class Planner {
           output_tokens: 0,
           cache_read_input_tokens: 0,
           cache_creation_input_tokens: 0,
+          cost: null,
         };
         this.tokens.set(day, t);
       }
@@ -376,8 +501,12 @@ export class Planner {
       t.output_tokens += dout;
       t.cache_read_input_tokens += dread;
       t.cache_creation_input_tokens += dcreate;
+      if (priced) t.cost = (t.cost ?? 0) + dcost;
     }
     const tok = this.bodyOf(trace).tok;
+    if (!tok?.includes('cost') && (dcost !== 0 || (costAfter !== null && this.costOf(trace) === null))) {
+      this.setCost(trace, (this.costOf(trace) ?? 0) + dcost);
+    }
     for (const k of TOKEN_METRICS) {
       if (tok?.includes(k)) continue;
       const delta = d(k);
@@ -404,6 +533,10 @@ export class Planner {
         const delta = (row[k] ?? 0) - (t.old?.[k] ?? 0);
         if (delta !== 0 || (row[k] !== null && s.row[k] === null)) s.row[k] = (s.row[k] ?? 0) + delta;
       }
+      const cost = this.costOf(t);
+      const dcost = (cost ?? 0) - (t.old ? (storedCost(t.old.metrics) ?? 0) : 0);
+      if (dcost !== 0 || (cost !== null && this.costOf(s) === null))
+        this.setCost(s, (this.costOf(s) ?? 0) + dcost);
       // Ends are compared as (created_at µs, duration ns) pairs: epoch nanoseconds exceed 2^53.
       const dur = row.duration_ns ?? 0;
       let agg = body.agg as SessionAgg | undefined;
@@ -468,11 +601,23 @@ export class Planner {
         if (at > c.last_seen) c.last_seen = at;
       }
     };
+    const models = new Map<string, ModelSeen>();
     for (const id of this.order) {
       const e = this.entries.get(id) as Entry;
       if (!e.dirty) continue;
       const row = e.row;
       if (row.type === 'trace' && e.body) row.body = JSON.stringify(e.body);
+      if (e.costDirty) row.metrics = withCost(row.metrics, e.cost ?? null);
+      if (e.cost !== undefined && e.cost !== null) see('metrics/cost', row.type, e.cost, row.created_at);
+      if (row.type === 'llm' && row.model) {
+        const m = models.get(row.model);
+        if (!m)
+          models.set(row.model, { model: row.model, first_seen: row.created_at, last_seen: row.created_at });
+        else {
+          if (row.created_at < m.first_seen) m.first_seen = row.created_at;
+          if (row.created_at > m.last_seen) m.last_seen = row.created_at;
+        }
+      }
       if (e.old) {
         row.updated_at = this.ctx.now;
         updates.push(row);
@@ -504,9 +649,14 @@ export class Planner {
       newSpans: this.newSpans,
       tokenUsage: [...this.tokens.values()].filter(
         (t) =>
-          t.input_tokens || t.output_tokens || t.cache_read_input_tokens || t.cache_creation_input_tokens,
+          t.input_tokens ||
+          t.output_tokens ||
+          t.cache_read_input_tokens ||
+          t.cache_creation_input_tokens ||
+          t.cost !== null,
       ),
       catalogue: [...cat.values()],
+      models: [...models.values()],
       userSession: this.userSession,
     };
   }

@@ -17,8 +17,9 @@ import {
   PROMOTED_METRICS,
   type RecordBody,
   type RecordRow,
+  DERIVED_METRICS,
+  INPUT_INCLUDES_CACHED,
   SPAN_TYPES,
-  TOKEN_METRICS,
   encodeIo,
 } from './records.ts';
 import { parseTimestamp } from './time.ts';
@@ -398,6 +399,11 @@ function metricsOf(c: Checker, o: Obj, loc: Loc, type: string): Record<string, n
     if ((PROMOTED_METRICS as readonly string[]).includes(k)) {
       const n = int(c, v, k, ml, NON_NEGATIVE);
       if (typeof n === 'number') out[k] = n;
+    } else if (k === 'cost') {
+      const n = num(c, v, k, ml);
+      if (typeof n === 'number' && n < 0) {
+        c.fail(at(ml, k), 'greater_than_equal', 'Input should be greater than or equal to 0', n, { ge: 0 });
+      } else if (typeof n === 'number') out.cost = n;
     } else if (typeof x === 'number' && Number.isFinite(x)) {
       setKey(out, k, x);
     } else {
@@ -552,6 +558,9 @@ function normalise(
       if (!Array.isArray(ev)) c.fail(at(loc, 'events'), 'list_type', 'Input should be a valid list', ev);
       else x.events = ev;
     }
+    // How the client counted cached input (see domain/prices/cost.ts); kept for pricing only.
+    const cached = bool(c, o, INPUT_INCLUDES_CACHED, loc);
+    if (cached !== undefined && cached !== null) x[INPUT_INCLUDES_CACHED] = cached;
   } else if (type === 'tool') {
     const t = str(c, o, 'tool_call_id', loc);
     if (t !== undefined && t !== null) x.tool_call_id = t;
@@ -572,9 +581,9 @@ function normalise(
   if (kind === 'span') body.step = stepNumber ?? step;
   if (Object.keys(x).length) body.x = x;
   if (kind === 'trace') {
-    const tok = TOKEN_METRICS.filter((k) => metrics[k] !== undefined);
+    const tok = DERIVED_METRICS.filter((k) => metrics[k] !== undefined);
     if (tok.length) body.tok = tok;
-  }
+  } else if (type === 'llm' && metrics.cost !== undefined) body.tok = ['cost'];
 
   let extra: Record<string, number> | null = null;
   for (const k in metrics) {

@@ -14,7 +14,7 @@
  * as strings.
  */
 import { createHash } from 'node:crypto';
-import { MESSAGE_ROLES, type SpanType } from './records.ts';
+import { INPUT_INCLUDES_CACHED, MESSAGE_ROLES, type SpanType } from './records.ts';
 import { type AttrValue, type Attrs, type OtelSpan, cleanText } from './otel-decode.ts';
 import { getKey, setKey } from './keys.ts';
 import { toIso } from './time.ts';
@@ -480,6 +480,9 @@ const TOKEN_KEYS: [string, string[]][] = [
   ],
 ];
 
+/** Cost in dollars computed by the instrumentation. */
+const COST_KEYS = ['gen_ai.usage.cost', 'llm.cost.total'];
+
 /** Attributes that only describe the kind (consumed even when they add nothing). */
 const KIND_KEYS = ['gen_ai.operation.name', 'openinference.span.kind'];
 
@@ -509,6 +512,13 @@ export function mapSpan(s: OtelSpan): MapResult {
       }
     }
   }
+  // A cost the instrumentation computed itself wins over Spanbase's (as on the JSON routes).
+  for (const k of COST_KEYS) {
+    const n = num(a[k]);
+    if (n === undefined || n < 0) continue;
+    used.add(k);
+    if (metrics.cost === undefined) metrics.cost = n;
+  }
   rec.metrics = metrics;
 
   // Messages and plain values.
@@ -533,6 +543,8 @@ export function mapSpan(s: OtelSpan): MapResult {
       'embedding.model_name',
     );
     if (model !== undefined) rec.model = str(model);
+    // The gen_ai and OpenInference conventions count cache reads and writes inside the input tokens.
+    rec[INPUT_INCLUDES_CACHED] = true;
     const temp = num(take(a, used, 'gen_ai.request.temperature'));
     if (temp !== undefined) rec.temperature = temp;
     else {

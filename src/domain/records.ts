@@ -47,6 +47,15 @@ export const TOKEN_METRICS = [
 ] as const;
 export type TokenMetric = (typeof TOKEN_METRICS)[number];
 
+/** Metrics a trace derives from its spans unless the client sets them: the token sums and the cost. */
+export const DERIVED_METRICS = [...TOKEN_METRICS, 'cost'] as const;
+
+/**
+ * The llm span field that says whether `num_input_tokens` already counts the cache reads and writes
+ * (kept in the body's `x`, read by pricing only).
+ */
+export const INPUT_INCLUDES_CACHED = 'input_includes_cached_tokens';
+
 /**
  * Everything a record keeps besides its promoted columns (stored as JSON in `records.body`).
  * Short keys: this object is written for every record.
@@ -66,7 +75,10 @@ export interface RecordBody {
   step?: number;
   /** Kind-specific fields: model parameters, tools, events, agent_type, tool_call_id, previous_session_id. */
   x?: Record<string, unknown>;
-  /** Token metric keys the client set itself on a trace (not summed from its llm spans). */
+  /**
+   * Derived metric keys the client set itself: on a trace, token sums or cost not summed from its llm
+   * spans; on an llm span, a cost not computed from prices.
+   */
   tok?: string[];
   /** Session aggregate state (see domain/ingest-plan.ts). */
   agg?: SessionAgg;

@@ -138,29 +138,35 @@ function std(
 
 const scalar = (column: ScalarColumn | RunColumn): ColumnSource => ({ kind: 'scalar', column });
 
-/** Metrics every record type may carry as promoted columns of `records`. */
-export const STANDARD_METRICS: Record<string, { column: ScalarColumn; label: string; types: RecordType[] }> =
-  {
-    duration_ns: { column: 'duration_ns', label: 'Duration (ns)', types: ALL },
-    num_input_tokens: { column: 'num_input_tokens', label: 'Input tokens', types: WITH_TOKENS },
-    num_output_tokens: { column: 'num_output_tokens', label: 'Output tokens', types: WITH_TOKENS },
-    num_total_tokens: { column: 'num_total_tokens', label: 'Total tokens', types: WITH_TOKENS },
-    num_cache_read_input_tokens: {
-      column: 'num_cache_read_input_tokens',
-      label: 'Cache read input tokens',
-      types: WITH_TOKENS,
-    },
-    num_cache_creation_input_tokens: {
-      column: 'num_cache_creation_input_tokens',
-      label: 'Cache creation input tokens',
-      types: WITH_TOKENS,
-    },
-    time_to_first_token_ns: {
-      column: 'time_to_first_token_ns',
-      label: 'Time to first token (ns)',
-      types: ['llm'],
-    },
-  };
+/**
+ * The standard metrics: promoted integer columns of `records`, and the cost in dollars (a floating
+ * point key of the metrics JSON, on llm spans and summed on traces and sessions).
+ */
+export const STANDARD_METRICS: Record<
+  string,
+  { column: ScalarColumn | 'metrics'; label: string; types: RecordType[] }
+> = {
+  duration_ns: { column: 'duration_ns', label: 'Duration (ns)', types: ALL },
+  num_input_tokens: { column: 'num_input_tokens', label: 'Input tokens', types: WITH_TOKENS },
+  num_output_tokens: { column: 'num_output_tokens', label: 'Output tokens', types: WITH_TOKENS },
+  num_total_tokens: { column: 'num_total_tokens', label: 'Total tokens', types: WITH_TOKENS },
+  num_cache_read_input_tokens: {
+    column: 'num_cache_read_input_tokens',
+    label: 'Cache read input tokens',
+    types: WITH_TOKENS,
+  },
+  num_cache_creation_input_tokens: {
+    column: 'num_cache_creation_input_tokens',
+    label: 'Cache creation input tokens',
+    types: WITH_TOKENS,
+  },
+  time_to_first_token_ns: {
+    column: 'time_to_first_token_ns',
+    label: 'Time to first token (ns)',
+    types: ['llm'],
+  },
+  cost: { column: 'metrics', label: 'Cost (USD)', types: WITH_TOKENS },
+};
 
 /** The standard columns, in the order available columns lists them. */
 export const STANDARD_COLUMNS: ColumnDef[] = [
@@ -214,9 +220,21 @@ export const STANDARD_COLUMNS: ColumnDef[] = [
   ]),
   std('num_spans', 'Spans', 'Number of spans in a trace', 'integer', scalar('num_children'), ['trace']),
   ...Object.entries(STANDARD_METRICS).map(([key, m]) =>
-    std(`metrics/${key}`, m.label, `Metric ${key}`, 'integer', scalar(m.column), m.types, {
-      category: 'metric',
-    }),
+    m.column === 'metrics'
+      ? std(
+          `metrics/${key}`,
+          m.label,
+          `Metric ${key}`,
+          'floating_point',
+          { kind: 'json', column: 'metrics', key },
+          m.types,
+          {
+            category: 'metric',
+          },
+        )
+      : std(`metrics/${key}`, m.label, `Metric ${key}`, 'integer', scalar(m.column), m.types, {
+          category: 'metric',
+        }),
   ),
 ];
 

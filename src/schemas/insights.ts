@@ -51,6 +51,11 @@ export const TokenUsageRecord = Type.Object(
       cache_read_input_tokens: Type.Integer(),
       cache_creation_input_tokens: Type.Integer(),
     }),
+    cost: Nullable(
+      Type.Number({
+        description: "US dollars: the sum of the day's llm span costs; null when none has a cost",
+      }),
+    ),
   },
   { title: 'LogStreamInsightTokenUsage' },
 );

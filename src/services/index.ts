@@ -3,6 +3,7 @@ import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
+import { ModelPricesRepo } from '../store/model-prices.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
 import { RunsRepo } from '../store/runs.ts';
@@ -18,6 +19,7 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { ModelPricesService } from './model-prices.ts';
 import { OtelService } from './otel.ts';
 import { ProjectsService } from './projects.ts';
 import { RecordsService } from './records.ts';
@@ -37,6 +39,7 @@ export interface Services {
   projects: ProjectsService;
   runs: RunsService;
   ingest: IngestService;
+  prices: ModelPricesService;
   otel: OtelService;
   records: RecordsService;
   search: SearchService;
@@ -55,7 +58,13 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
   const search = new SearchService(read.search, read.catalogue, projects, runs, read.textIndexer);
-  const ingest = new IngestService(projects, new RunsRepo(store.db, store.dialect), ingestStore(store));
+  const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
+  const ingest = new IngestService(
+    projects,
+    new RunsRepo(store.db, store.dialect),
+    ingestStore(store),
+    prices,
+  );
   const records = new RecordsService(projects, new RecordsRepo(store.db));
   const otel = new OtelService(projects, runs, ingest);
   const dashboardsRepo = new DashboardsRepo(store.db, store.dialect);
@@ -86,6 +95,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     projects,
     runs,
     ingest,
+    prices,
     otel,
     records,
     search,

@@ -1,4 +1,4 @@
-import { notFound } from '../domain/errors.ts';
+import { notFound, valueError } from '../domain/errors.ts';
 import {
   type Target,
   parsePatch,
@@ -8,9 +8,10 @@ import {
 } from '../domain/ingest.ts';
 import { nowUs } from '../domain/time.ts';
 import type { IngestStore } from '../store/ingest.ts';
-import { patchFlow, sessionFlow, spansFlow, tracesFlow } from '../store/ingest-flow.ts';
+import { patchFlow, recomputeFlow, sessionFlow, spansFlow, tracesFlow } from '../store/ingest-flow.ts';
 import type { RunRow, RunsRepo } from '../store/runs.ts';
 import type { Caller } from './auth.ts';
+import type { ModelPricesService } from './model-prices.ts';
 import type { ProjectsService } from './projects.ts';
 
 type Obj = Record<string, unknown>;
@@ -23,15 +24,20 @@ function targetOut(run: RunRow) {
   };
 }
 
+/** llm spans priced again per transaction by a recompute. */
+export const RECOMPUTE_BATCH = 1000;
+
 /**
  * Ingestion use cases: access (editor role on the project), the target run, and one store transaction
- * per request. Bodies are validated by domain/ingest.ts before anything is looked up.
+ * per request. Bodies are validated by domain/ingest.ts before anything is looked up. llm spans are
+ * priced with the project's prices (services/model-prices.ts) inside the same transaction.
  */
 export class IngestService {
   constructor(
     private readonly projects: ProjectsService,
     private readonly runs: RunsRepo,
     private readonly store: IngestStore,
+    private readonly prices: ModelPricesService,
   ) {}
 
   /** The run a request targets; 404 when it is not a run of the project. */
@@ -65,8 +71,9 @@ export class IngestService {
     if (opts.sessionPerTrace) req.sessionPerTrace = true;
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
+    const pricer = await this.prices.pricerFor(projectId);
     const { result } = await this.store.run(
-      () => tracesFlow(req, { projectId, runId: run.id, now }),
+      () => tracesFlow(req, { projectId, runId: run.id, now, pricer }),
       req.records.length + req.sessions.length,
     );
     return {
@@ -86,8 +93,9 @@ export class IngestService {
     const req = parseSpansRequest(body, query, now);
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
+    const pricer = await this.prices.pricerFor(projectId);
     const { result } = await this.store.run(
-      () => spansFlow(req, { projectId, runId: run.id, now }),
+      () => spansFlow(req, { projectId, runId: run.id, now, pricer }),
       req.records.length,
     );
     return {
@@ -132,8 +140,9 @@ export class IngestService {
     const t = patch.target;
     const named = t.log_stream_id || t.experiment_id || t.metrics_testing_id;
     const runId = named ? (await this.targetRun(projectId, t)).id : null;
+    const pricer = await this.prices.pricerFor(projectId);
     const { result, runId: actual } = await this.store.run(() =>
-      patchFlow(kind, id, patch, projectId, runId, now),
+      patchFlow(kind, id, patch, projectId, runId, now, pricer),
     );
     const run = await this.runs.byId(projectId, actual);
     return {
@@ -144,5 +153,37 @@ export class IngestService {
       records_count: 1,
       ...(kind === 'trace' ? { trace_id: id } : { span_id: id }),
     };
+  }
+
+  /**
+   * `POST /recompute-metrics`: the cost of every llm span of a run priced again with today's prices,
+   * RECOMPUTE_BATCH spans per transaction (ingestion goes on between them). Costs the client sent stay.
+   */
+  async recompute(caller: Caller, projectId: string, body: Partial<Target>) {
+    const t: Target = {
+      log_stream_id: body.log_stream_id ?? null,
+      experiment_id: body.experiment_id ?? null,
+      metrics_testing_id: body.metrics_testing_id ?? null,
+    };
+    const given = [t.log_stream_id, t.experiment_id, t.metrics_testing_id].filter((x) => x !== null).length;
+    if (given !== 1) throw valueError(['body'], 'Give exactly one of log_stream_id and experiment_id');
+    await this.projects.access(caller, projectId, 'editor');
+    const run = await this.targetRun(projectId, t);
+    const pricer = await this.prices.pricerFor(projectId);
+    let after = { createdAt: Number.MIN_SAFE_INTEGER, id: '' };
+    let scanned = 0;
+    let updated = 0;
+    let batches = 0;
+    for (;;) {
+      const ctx = { projectId, runId: run.id, now: nowUs(), pricer };
+      // Not held back for group commit (the records hint): a page waits for nothing else.
+      const { result } = await this.store.run(() => recomputeFlow(ctx, after, RECOMPUTE_BATCH), 1);
+      batches++;
+      scanned += result.scanned;
+      updated += result.changed;
+      if (!result.next) break;
+      after = result.next;
+    }
+    return { run_id: run.id, records_scanned: scanned, records_updated: updated, batches };
   }
 }

@@ -16,6 +16,7 @@ export function describeTokenUsage(r: TokenUsageRow) {
       cache_read_input_tokens: Number(r.cache_read_input_tokens),
       cache_creation_input_tokens: Number(r.cache_creation_input_tokens),
     },
+    cost: r.cost === null ? null : Number(r.cost),
   };
 }
 

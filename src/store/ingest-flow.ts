@@ -7,10 +7,13 @@
 import { ValidationError, notFound } from '../domain/errors.ts';
 import type { RecordPatch, SessionRequest, SpansRequest, TracesRequest } from '../domain/ingest.ts';
 import { type Plan, Planner } from '../domain/ingest-plan.ts';
+import type { Pricer } from '../domain/prices/pricer.ts';
 import { SPAN_TYPES, type StoredRecord } from '../domain/records.ts';
 
 export type Read =
   | { op: 'ids'; ids: string[] }
+  /** llm spans of a run after a (created_at, id) position, in that order. */
+  | { op: 'llmPage'; runId: string; after: { createdAt: number; id: string }; limit: number }
   | { op: 'external'; runId: string; externalId: string }
   | { op: 'externals'; runId: string; externalIds: string[] };
 
@@ -26,6 +29,8 @@ export interface Ctx {
   projectId: string;
   runId: string;
   now: number;
+  /** The project's prices (llm spans are priced at their created_at). */
+  pricer?: Pricer;
 }
 
 function* loadInto(
@@ -175,6 +180,7 @@ export function* patchFlow(
   projectId: string,
   runId: string | null,
   now: number,
+  pricer?: Pricer,
 ): Flow<PatchResult> {
   const existing = new Map<string, StoredRecord>();
   yield* loadInto(existing, [id]);
@@ -185,7 +191,7 @@ export function* patchFlow(
     throw notFound(kind === 'trace' ? 'Trace' : 'Span');
   }
   yield* loadInto(existing, [rec.session_id, rec.trace_id]);
-  const p = new Planner({ projectId, runId: rec.run_id, now, existing });
+  const p = new Planner({ projectId, runId: rec.run_id, now, existing, pricer });
   const incoming: Record<string, unknown> = { ...patch.raw };
   if (incoming.duration_ns !== undefined) {
     incoming.metrics = { duration_ns: incoming.duration_ns };
@@ -256,5 +262,50 @@ export function* sessionFlow(req: SessionRequest, ctx: Ctx): Flow<SessionResult>
     plan: p.finish(),
     runId: ctx.runId,
     result: { id, name: req.name, externalId: req.externalId, previousSessionId: req.previousSessionId },
+  };
+}
+
+export interface RecomputeResult {
+  /** llm spans read in this page. */
+  scanned: number;
+  /** Of those, spans whose cost changed. */
+  changed: number;
+  /** Where the next page starts; null after the last page. */
+  next: { createdAt: number; id: string } | null;
+}
+
+/**
+ * One page of a cost recompute: the run's next `limit` llm spans priced again with the pricer's prices
+ * (a cost the client sent stays), their traces, sessions and days moved by the differences. Each page
+ * is its own transaction, so ingestion goes on between pages.
+ */
+export function* recomputeFlow(
+  ctx: Ctx,
+  after: { createdAt: number; id: string },
+  limit: number,
+): Flow<RecomputeResult> {
+  const spans = yield { op: 'llmPage', runId: ctx.runId, after, limit };
+  const existing = new Map<string, StoredRecord>();
+  for (const r of spans) existing.set(r.id, r);
+  yield* loadInto(
+    existing,
+    spans.map((r) => r.trace_id),
+  );
+  yield* loadInto(
+    existing,
+    [...existing.values()].filter((r) => r.type === 'trace').map((r) => r.session_id),
+  );
+  const p = new Planner({ ...ctx, existing });
+  let changed = 0;
+  for (const r of spans) if (p.reprice(r)) changed++;
+  const last = spans[spans.length - 1];
+  return {
+    plan: changed ? p.finish() : null,
+    runId: ctx.runId,
+    result: {
+      scanned: spans.length,
+      changed,
+      next: spans.length < limit ? null : { createdAt: Number(last.created_at), id: last.id },
+    },
   };
 }

@@ -11,12 +11,15 @@
 import type SQLite from 'better-sqlite3';
 import type pg from 'pg';
 import { newId } from '../domain/ids.ts';
-import type { CatalogueEntry, Plan, TokenDelta } from '../domain/ingest-plan.ts';
+import type { CatalogueEntry, ModelSeen, Plan, TokenDelta } from '../domain/ingest-plan.ts';
 import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
 import type { Store } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
+/** A day's cost moves by the batch's change; it stays null until some span of the day has a cost. */
+const COST_SUM =
+  'cost = case when excluded.cost is null then token_usage.cost else coalesce(token_usage.cost, 0) + excluded.cost end';
 /**
  * Columns a write may change. Ids, the run, the type, created_at and the tree links never change, and
  * leaving the indexed ones out of the UPDATE spares SQLite the index maintenance.
@@ -84,6 +87,8 @@ class SqliteIngest implements IngestStore {
   private readonly runCounts: SQLite.Statement;
   private readonly runUserSession: SQLite.Statement;
   private readonly tokenUpsert: SQLite.Statement;
+  private readonly modelUpsert: SQLite.Statement;
+  private readonly llmPage: SQLite.Statement;
   private readonly catalogueUpsert: SQLite.Statement;
   private readonly lockMain: SQLite.Statement;
 
@@ -112,14 +117,25 @@ class SqliteIngest implements IngestStore {
     );
     this.tokenUpsert = db.prepare(
       `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
-         cache_read_input_tokens, cache_creation_input_tokens, created_at, updated_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         cache_read_input_tokens, cache_creation_input_tokens, cost, created_at, updated_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        on conflict (log_stream_id, day) do update set
          input_tokens = input_tokens + excluded.input_tokens,
          output_tokens = output_tokens + excluded.output_tokens,
          cache_read_input_tokens = cache_read_input_tokens + excluded.cache_read_input_tokens,
          cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+         ${COST_SUM},
          updated_at = excluded.updated_at`,
+    );
+    this.modelUpsert = db.prepare(
+      `insert into run_models (run_id, model, first_seen, last_seen) values (?, ?, ?, ?)
+       on conflict (run_id, model) do update set
+         first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)
+       where excluded.first_seen < first_seen or excluded.last_seen > last_seen`,
+    );
+    this.llmPage = db.prepare(
+      `select * from records where run_id = ? and type = 'llm' and (created_at, id) > (?, ?)
+       order by created_at, id limit ?`,
     );
     // Takes the write lock of the records' database only (see `writeTransaction`).
     this.lockMain = db.prepare('update runs set num_traces = num_traces where 0');
@@ -133,6 +149,9 @@ class SqliteIngest implements IngestStore {
   }
 
   private read(r: Read): StoredRecord[] {
+    if (r.op === 'llmPage') {
+      return this.llmPage.all(r.runId, r.after.createdAt, r.after.id, r.limit) as StoredRecord[];
+    }
     if (r.op === 'external') return this.byExternal.all(r.runId, r.externalId) as StoredRecord[];
     if (r.op === 'externals') {
       return r.externalIds.flatMap((x) => this.byExternal.all(r.runId, x) as StoredRecord[]);
@@ -176,6 +195,7 @@ class SqliteIngest implements IngestStore {
         t.output_tokens,
         t.cache_read_input_tokens,
         t.cache_creation_input_tokens,
+        t.cost,
         t.day,
         now,
       );
@@ -183,6 +203,7 @@ class SqliteIngest implements IngestStore {
     for (const c of plan.catalogue) {
       this.catalogueUpsert.run(runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen);
     }
+    for (const m of plan.models) this.modelUpsert.run(runId, m.model, m.first_seen, m.last_seen);
   }
 
   /** Runs a flow's reads and planning (no writes: a refusal here leaves nothing to undo). */
@@ -327,6 +348,14 @@ class PgIngest implements IngestStore {
   }
 
   private async read(client: pg.PoolClient, r: Read): Promise<StoredRecord[]> {
+    if (r.op === 'llmPage') {
+      const res = await client.query(
+        `select * from records where run_id = $1 and type = 'llm' and (created_at, id) > ($2::bigint, $3::text)
+         order by created_at, id limit $4 for update`,
+        [r.runId, r.after.createdAt, r.after.id, r.limit],
+      );
+      return res.rows;
+    }
     if (r.op === 'external' || r.op === 'externals') {
       const res = await client.query(
         `select * from records where run_id = $1 and type = 'session' and external_id = any($2::text[])
@@ -356,6 +385,7 @@ class PgIngest implements IngestStore {
     }
     if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
     if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
+    if (plan.models.length) await this.upsertModels(client, plan.models, runId);
     if (plan.newTraces || plan.newSpans) {
       await client.query(
         'update runs set num_traces = num_traces + $1, num_spans = num_spans + $2 where id = $3',
@@ -391,21 +421,42 @@ class PgIngest implements IngestStore {
           t.output_tokens,
           t.cache_read_input_tokens,
           t.cache_creation_input_tokens,
+          t.cost,
           t.day,
           now,
         );
-        return `(${Array.from({ length: 10 }, (_, i) => `$${b + i + 1}`).join(', ')})`;
+        const cast = (i: number) => (i === 8 ? '::double precision' : '');
+        return `(${Array.from({ length: 11 }, (_, i) => `$${b + i + 1}${cast(i)}`).join(', ')})`;
       });
     await client.query(
-      `insert into token_usage as t (id, project_id, log_stream_id, day, input_tokens, output_tokens,
-         cache_read_input_tokens, cache_creation_input_tokens, created_at, updated_at)
+      `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
+         cache_read_input_tokens, cache_creation_input_tokens, cost, created_at, updated_at)
        values ${tuples.join(', ')}
        on conflict (log_stream_id, day) do update set
-         input_tokens = t.input_tokens + excluded.input_tokens,
-         output_tokens = t.output_tokens + excluded.output_tokens,
-         cache_read_input_tokens = t.cache_read_input_tokens + excluded.cache_read_input_tokens,
-         cache_creation_input_tokens = t.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+         input_tokens = token_usage.input_tokens + excluded.input_tokens,
+         output_tokens = token_usage.output_tokens + excluded.output_tokens,
+         cache_read_input_tokens = token_usage.cache_read_input_tokens + excluded.cache_read_input_tokens,
+         cache_creation_input_tokens = token_usage.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+         ${COST_SUM},
          updated_at = excluded.updated_at`,
+      values,
+    );
+  }
+
+  private async upsertModels(client: pg.PoolClient, list: ModelSeen[], runId: string) {
+    const values: unknown[] = [];
+    const tuples = [...list]
+      .sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
+      .map((m) => {
+        const b = values.length;
+        values.push(runId, m.model, m.first_seen, m.last_seen);
+        return `($${b + 1}, $${b + 2}, $${b + 3}::bigint, $${b + 4}::bigint)`;
+      });
+    await client.query(
+      `insert into run_models as m (run_id, model, first_seen, last_seen) values ${tuples.join(', ')}
+       on conflict (run_id, model) do update set
+         first_seen = least(m.first_seen, excluded.first_seen), last_seen = greatest(m.last_seen, excluded.last_seen)
+       where excluded.first_seen < m.first_seen or excluded.last_seen > m.last_seen`,
       values,
     );
   }

@@ -101,8 +101,36 @@ export interface TokenUsageTable {
   output_tokens: number;
   cache_read_input_tokens: number;
   cache_creation_input_tokens: number;
+  /** Dollars: the sum of the day's llm span costs; null while no span of the day has one. */
+  cost: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A project's own price of the models whose whole name matches `model_pattern` (case-insensitive). */
+export interface ModelPricesTable {
+  id: string;
+  project_id: string;
+  model_pattern: string;
+  input_price_per_million: number;
+  output_price_per_million: number;
+  cache_read_input_price_per_million: number | null;
+  cache_creation_input_price_per_million: number | null;
+  /** 1, 0, or null: as the catalogue's provider of the model says. */
+  input_includes_cached_tokens: number | null;
+  /** Epoch microseconds from which the price applies; null: always. */
+  start_date: number | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Every model name seen on the llm spans of a run, with the created_at range of those spans. */
+export interface RunModelsTable {
+  run_id: string;
+  model: string;
+  first_seen: number;
+  last_seen: number;
 }
 
 /** A trends dashboard of a log stream. Times as elsewhere in microseconds, except the range. */
@@ -227,6 +255,8 @@ export interface DB {
   records: RecordRow;
   column_catalogue: ColumnCatalogueTable;
   token_usage: TokenUsageTable;
+  model_prices: ModelPricesTable;
+  run_models: RunModelsTable;
   dashboards: DashboardsTable;
   dashboard_sections: DashboardSectionsTable;
   dashboard_widgets: DashboardWidgetsTable;

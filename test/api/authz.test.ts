@@ -90,6 +90,18 @@ async function dashboardPart(c: CellContext, kind: 'widgets' | 'sections'): Prom
   return r.body.id;
 }
 
+/** A model price of the world's project, made by its owner; its id. */
+async function modelPrice(c: CellContext): Promise<string> {
+  const r = await c.s.call(
+    'POST',
+    `/v2/projects/${c.w.ids.project_id}/model_prices`,
+    { model_pattern: uniq('m'), input_price_per_million: 1, output_price_per_million: 1 },
+    c.w.owner.key,
+  );
+  assert.equal(r.status, 200, r.text);
+  return r.body.id;
+}
+
 export const RULES: Record<string, RouteRule> = {
   // --- foundation: health, login, users, keys, groups -----------------------------------------
   'GET /v2/healthcheck': pub,
@@ -322,6 +334,26 @@ export const RULES: Record<string, RouteRule> = {
       }),
     ]),
   ),
+  // --- model prices and costs -------------------------------------------------------------------
+  'POST /v2/projects/{project_id}/model_prices': project('editor', {
+    build: () => ({
+      body: { model_pattern: 'gpt-.*', input_price_per_million: 1, output_price_per_million: 2 },
+    }),
+  }),
+  'GET /v2/projects/{project_id}/model_prices': project('viewer'),
+  'PATCH /v2/projects/{project_id}/model_prices/{price_id}': project('editor', {
+    build: async (c) => ({ path: { price_id: await modelPrice(c) }, body: { output_price_per_million: 3 } }),
+  }),
+  'DELETE /v2/projects/{project_id}/model_prices/{price_id}': project('editor', {
+    destructive: true,
+    build: async (c) => ({ path: { price_id: await modelPrice(c) } }),
+  }),
+  'GET /v2/projects/{project_id}/runs/{run_id}/models_without_price': project('viewer', {
+    build: (c) => ({ path: { run_id: c.w.log_stream_id } }),
+  }),
+  'POST /v2/projects/{project_id}/recompute-metrics': project('editor', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+  }),
   'GET /v2/projects/{project_id}/runs/{run_id}/signals/configuration': project('viewer'),
   'PUT /v2/projects/{project_id}/runs/{run_id}/signals/configuration': project('editor', {
     build: () => ({ body: { run_mode: 'ON_DEMAND' } }),

@@ -95,6 +95,7 @@ for (const store of storesUnderTest()) {
           cache_read_input_tokens: 4,
           cache_creation_input_tokens: 8,
         },
+        cost: null,
       });
       assert.match(first.created_at, /T00:00:00(\.000)?Z$/);
     });

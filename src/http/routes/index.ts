@@ -5,6 +5,7 @@ import docsRoutes from './docs.ts';
 import healthRoutes from './health.ts';
 import insightRoutes from './insights.ts';
 import integrationRoutes from './integrations.ts';
+import modelPriceRoutes from './model-prices.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
@@ -25,6 +26,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     searchRoutes,
     dashboardRoutes,
     insightRoutes,
+    modelPriceRoutes,
     integrationRoutes,
     signalsRoutes,
     otelRoutes,
