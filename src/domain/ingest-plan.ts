@@ -3,8 +3,8 @@
  * decides every write of the batch (pure; the store runs it inside one transaction and applies the
  * result). It keeps the derived data current: child counts, trace token sums, session aggregates,
  * token usage per UTC day, costs (llm spans priced at their created_at, summed on traces and
- * sessions like the tokens), the models seen per run and the column catalogue. Re-sending an id merges field by field and only
- * applies differences, so nothing is counted twice.
+ * sessions like the tokens), the models seen per run and the column catalogue. Re-sending an id
+ * merges field by field and only applies differences, so nothing is counted twice.
  */
 import { type Loc, ValidationError, notFound } from './errors.ts';
 import { newId } from './ids.ts';
