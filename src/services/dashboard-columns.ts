@@ -5,7 +5,7 @@
 import { type Aggregation, aggregationNeeds } from '../domain/dashboards.ts';
 import { type ErrorItem, ValidationError } from '../domain/errors.ts';
 import { type ColumnDef, lookupColumn } from '../query/columns.ts';
-import { type FilterTree, leavesOf, unknownMetricFaults, validateFilterTree } from '../query/filters.ts';
+import { type FilterTree, columnLeaves, unknownMetricFaults, validateFilterTree } from '../query/filters.ts';
 import type { CatalogueRepo } from '../store/catalogue.ts';
 
 export class DashboardColumns {
@@ -43,7 +43,7 @@ export class DashboardColumns {
     }
     const needed = [
       ...new Set(
-        leavesOf(tree)
+        columnLeaves(tree)
           .filter((l) => l.needsCatalogue)
           .map((l) => l.filter.column.id),
       ),
