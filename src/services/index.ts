@@ -87,12 +87,14 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     new RunsRepo(store.db, store.dialect),
     projects,
   );
-  const dashboards = new DashboardsService(
+  const dashboardColumns = new DashboardColumns(read.catalogue, annotations);
+  const dashboards = new DashboardsService(dashboardsRepo, dashboardAccess, dashboardColumns);
+  const widgetData = new WidgetDataService(
     dashboardsRepo,
     dashboardAccess,
-    new DashboardColumns(read.catalogue),
+    read.widgetCells,
+    dashboardColumns,
   );
-  const widgetData = new WidgetDataService(dashboardsRepo, dashboardAccess, read.widgetCells);
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
   const integrations = new IntegrationsService(
     new IntegrationsRepo(store.db, store.dialect),

@@ -322,6 +322,117 @@ for (const store of storesUnderTest()) {
       assert.equal(col.is_empty, false);
     });
 
+    test('annotation columns as dashboard metrics aggregate the annotations; filters work there too', async () => {
+      const LS2 = (await ok('POST', '/log_streams', { name: 'dash' })).id;
+      const ids = Array.from({ length: 4 }, () => crypto.randomUUID());
+      await ok('POST', '/traces', {
+        log_stream_id: LS2,
+        traces: ids.map((id, i) => ({
+          id,
+          name: i < 2 ? 'alpha' : 'beta',
+          created_at: iso(BASE_TIME_US + i * 1_000_000),
+          input: 'q',
+          output: 'a',
+          spans: [],
+        })),
+      });
+      const thumbs = await template({ name: 'dash-thumbs', type: 'thumbs' });
+      const stars = await template({ name: 'dash-stars', type: 'stars' });
+      const note = await template({ name: 'dash-note', type: 'text' });
+      await annotate(ids[0], thumbs, { value: true });
+      await annotate(ids[0], thumbs, { value: true }, annotator.key);
+      await annotate(ids[0], thumbs, { value: false }, editor.key);
+      await annotate(ids[2], thumbs, { value: false });
+      await annotate(ids[2], thumbs, { value: true, source: 'end_user', external_user_id: 'e' });
+      await annotate(ids[0], stars, { value: 4 });
+      await annotate(ids[0], stars, { value: 2 }, annotator.key);
+      await annotate(ids[3], stars, { value: 5 });
+      await annotate(ids[1], note, { value: 'x' });
+      const start = Math.floor(BASE_TIME_US / 1e6) - 3600;
+      const base = `/log_streams/${LS2}/trends`;
+      const bodyOf = (extra: Json) => ({
+        start_time: start,
+        end_time: start + 86_400,
+        interval_mins: 1440,
+        ...extra,
+      });
+      const dash = await ok('POST', base, { name: 'feedback', ...bodyOf({}) });
+      const widget = async (metric: string, aggregation: string) => {
+        const r = await s.call('POST', url(`${base}/${dash.id}/widgets`), {
+          name: `${aggregation} ${metric}`,
+          type: 'number',
+          metric: `annotation/${metric}`,
+          aggregation,
+        });
+        return r;
+      };
+      // Per widget: the total over every record, then over groups alpha and beta (sessions, named '',
+      // have no annotations: Count 0, the rest null).
+      const wanted: [string, string, [number, number, number | null]][] = [
+        [thumbs, 'Count', [4, 3, 1]],
+        [thumbs, 'PercentageTrue', [50, 200 / 3, 0]],
+        [thumbs, 'PercentageFalse', [50, 100 / 3, 100]],
+        [stars, 'Average', [11 / 3, 3, 5]],
+        [stars, 'Sum', [11, 6, 5]],
+        [stars, 'Min', [2, 2, 5]],
+        [stars, 'Max', [5, 4, 5]],
+        [note, 'Count', [1, 1, 0]],
+      ];
+      const expectedOf = (agg: string, values: (number | null)[], group: string | null) =>
+        group === null
+          ? values[0]
+          : group === 'alpha'
+            ? values[1]
+            : group === 'beta'
+              ? values[2]
+              : agg === 'Count'
+                ? 0
+                : null;
+      const widgetIds: string[] = [];
+      for (const [metric, agg] of wanted) {
+        const r = await widget(metric, agg);
+        assert.equal(r.status, 200, r.text);
+        widgetIds.push(r.body.id);
+      }
+      for (const [metric, agg, loc] of [
+        [stars, 'P50', 'metric'],
+        [thumbs, 'Average', 'metric'],
+      ] as const) {
+        const r = await widget(metric, agg);
+        assert.equal(r.status, 422, r.text);
+        assert.deepEqual(r.body.detail[0].loc, ['body', loc]);
+      }
+      const check = async (group: boolean) => {
+        const data = await ok('POST', `${base}/${dash.id}/query`, {});
+        wanted.forEach(([, agg, values], i) => {
+          const w = data.widgets.find((x: Json) => x.id === widgetIds[i]);
+          assert.equal(w.series.length, group ? 3 : 1);
+          for (const series of w.series) {
+            const want = expectedOf(agg, values, group ? series.group : null);
+            const got = series.total;
+            if (want === null || got === null) assert.equal(got, want, `${agg} ${series.group}`);
+            else assert.ok(Math.abs(got - want) < 1e-9, `${agg} ${series.group}: ${got} ≠ ${want}`);
+          }
+        });
+      };
+      await check(false);
+      await ok('PUT', `${base}?trends_dashboard_id=${dash.id}`, { group_by: 'name' });
+      await check(true);
+      const byAnnotation = await s.call('PUT', url(`${base}?trends_dashboard_id=${dash.id}`), {
+        group_by: `annotation/${thumbs}`,
+      });
+      assert.equal(byAnnotation.status, 422, byAnnotation.text);
+      // A filter on an annotation column narrows the records whose annotations are aggregated.
+      await ok('PUT', `${base}?trends_dashboard_id=${dash.id}`, {
+        group_by: null,
+        filter_tree: { filter: { column_id: `annotation/${stars}`, operator: 'gte', value: 5 } },
+      });
+      const data = await ok('POST', `${base}/${dash.id}/query`, {});
+      const total = (i: number) => data.widgets.find((x: Json) => x.id === widgetIds[i]).series[0].total;
+      assert.equal(total(0), 0);
+      assert.equal(total(3), 5);
+    });
+
     test('queues: members, records by id and by search, records show their queues', async () => {
       const q1 = await template({ name: 'q-accurate', type: 'thumbs' });
       const q2 = await template({ name: 'q-stars', type: 'stars' });
