@@ -16,7 +16,7 @@ import {
   groupCounts,
   rowsOf,
 } from '../domain/cell-columns.ts';
-import { type TextCandidates, columnValue } from '../query/compile.ts';
+import type { TextCandidates } from '../query/compile.ts';
 import { sqliteSql } from '../query/sql-sqlite.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
