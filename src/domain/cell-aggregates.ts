@@ -12,7 +12,8 @@ import { percentileIndex } from './dashboards.ts';
 /** One aggregate column of a cell: what it computes over which metric (index into the value lists). */
 export interface AggregateSpec {
   name: string;
-  op: 'n' | 'count' | 'sum' | 'min' | 'max' | 'true' | 'percentile';
+  /** `total`: a sum that is 0 without values (a count kept per record: annotations). */
+  op: 'n' | 'count' | 'sum' | 'total' | 'min' | 'max' | 'true' | 'percentile';
   metric: number;
   percent?: number;
 }
@@ -107,7 +108,8 @@ function computeColumn(
         if (spec.op === 'count' ? !Number.isNaN(x) : x === 1) out[cellOf[i]]++;
       }
       return out;
-    case 'sum': {
+    case 'sum':
+    case 'total': {
       // Kahan–Babuška–Neumaier, as SQLite's total(): the sum of many floats keeps its precision.
       const err = new Float64Array(cells);
       for (let i = 0; i < rows; i++) {

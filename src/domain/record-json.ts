@@ -8,6 +8,7 @@
  */
 import { Type } from '@sinclair/typebox';
 import fastJson from 'fast-json-stringify';
+import type { RecordFeedback } from './annotations.ts';
 import { type StoredRecord, recordToApi } from './records.ts';
 import { AnyKeyMap, DateTime, Nullable, Uuid } from './schema-types.ts';
 
@@ -73,9 +74,9 @@ export interface PageFormat {
 let serializeRecord: ((record: unknown) => string) | null = null;
 
 /** One record as the page's serializer writes it (its item schema, RecordSchema). */
-export function recordJson(row: StoredRecord, includeCounts: boolean): string {
+export function recordJson(row: StoredRecord, includeCounts: boolean, feedback?: RecordFeedback): string {
   serializeRecord ??= fastJson(RecordSchema as object);
-  return serializeRecord(recordToApi(row, { includeCounts }));
+  return serializeRecord(recordToApi(row, { includeCounts, feedback }));
 }
 
 /**

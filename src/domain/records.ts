@@ -6,6 +6,7 @@
  * (messages or documents), a "skeleton" in `body` where each content string is replaced by its length.
  * Decoding slices the contents back out of the text, so nothing is stored twice.
  */
+import { NO_FEEDBACK, type RecordFeedback, feedbackFields } from './annotations.ts';
 import { setKey } from './keys.ts';
 import { toIso } from './time.ts';
 
@@ -283,6 +284,8 @@ export function metricsOf(row: StoredRecord): Record<string, number> {
 export interface ApiRecordOptions {
   /** Adds num_traces to sessions and num_spans to traces. */
   includeCounts?: boolean;
+  /** The record's annotations, their aggregates and its queues (none when left out). */
+  feedback?: RecordFeedback;
 }
 
 /**
@@ -319,10 +322,8 @@ export function recordToApi(row: StoredRecord, opts: ApiRecordOptions = {}): Rec
     dataset_output: body.dout ?? null,
     metrics: metricsOf(row),
     has_children: Number(row.num_children) > 0,
-    annotations: {},
-    annotation_aggregates: {},
+    ...feedbackFields(opts.feedback ?? NO_FEEDBACK),
     annotation_agreement: {},
-    annotation_queue_ids: [],
     feedback_rating_info: {},
     file_ids: [],
     file_modalities: [],

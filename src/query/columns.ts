@@ -6,9 +6,11 @@
  * Column ids are the standard field names (`id`, `name`, `input`, ...) and namespaced keys:
  * `metrics/<key>`, `user_metadata/<key>`, `dataset_metadata/<key>`. The key is everything after the
  * first `/` and may itself contain `/`, quotes or anything else: it only ever reaches SQL as a bound
- * parameter (see compile.ts).
+ * parameter (see compile.ts). `annotation/<template id>` names an annotation template of the project:
+ * those columns come from the project's templates (a ColumnContext the service reads), not from here.
  */
 
+import { MAX_STARS, type TemplateConfig, type TemplateType } from '../domain/annotations.ts';
 import { RECORD_TYPES, type RecordType, SPAN_TYPES as DOMAIN_SPAN_TYPES } from '../domain/records.ts';
 
 export { RECORD_TYPES, type RecordType };
@@ -24,7 +26,7 @@ export type DataType =
   | 'timestamp'
   | 'string_list';
 export type FilterKind = 'id' | 'date' | 'number' | 'boolean' | 'collection' | 'text';
-export type Category = 'standard' | 'metric' | 'user_metadata' | 'dataset_metadata' | 'tags';
+export type Category = 'standard' | 'metric' | 'user_metadata' | 'dataset_metadata' | 'tags' | 'annotation';
 export type JsonColumn = 'metrics' | 'user_metadata' | 'dataset_metadata';
 
 /** Promoted scalar columns of `records` that a column may map to. */
@@ -64,17 +66,28 @@ export const NEVER_NULL: ReadonlySet<string> = new Set<ScalarColumn>([
   'num_children',
 ]);
 
+/** Columns of `annotations` that an annotation filter reads (see compile.ts annotationLeaf). */
+export type AnnotationValueColumn = 'num_value' | 'text_value';
+
 /** Columns of `runs` that a log stream search filters on (RUN_COLUMNS). */
 export type RunColumn = 'id' | 'name' | 'created_by' | 'created_at' | 'updated_at';
 
 /** Where a column's value comes from. */
 export type ColumnSource =
   /** A real column; SQL NULL means the record lacks the value. */
-  | { kind: 'scalar'; column: ScalarColumn | RunColumn }
+  | { kind: 'scalar'; column: ScalarColumn | RunColumn | AnnotationValueColumn }
   /** A key of a JSON object column; a missing key (or a value of another JSON type) is "missing". */
   | { kind: 'json'; column: JsonColumn; key: string }
   /** The `tags` JSON array of strings. */
-  | { kind: 'tags' };
+  | { kind: 'tags' }
+  /** The `items` JSON array of an annotation (categorical choices, tags). */
+  | { kind: 'items' }
+  /**
+   * The reviewers' annotations of a record on a template: a filter matches when one of them
+   * matches (a negative operator: when none matches the positive one); sorts and metrics read their
+   * aggregate.
+   */
+  | { kind: 'annotation'; templateId: string; type: TemplateType };
 
 export interface ColumnDef {
   id: string;
@@ -309,6 +322,59 @@ export const RUN_COLUMNS: Record<RunColumn, ColumnDef> = {
   ),
 };
 
+/** The prefix of annotation columns: `annotation/<template id>`. */
+export const ANNOTATION_PREFIX = 'annotation/';
+
+const ANNOTATION_TYPES: Record<TemplateType, { dataType: DataType; kind: FilterKind }> = {
+  thumbs: { dataType: 'boolean', kind: 'boolean' },
+  stars: { dataType: 'integer', kind: 'number' },
+  score: { dataType: 'floating_point', kind: 'number' },
+  categorical: { dataType: 'string_list', kind: 'collection' },
+  tags: { dataType: 'string_list', kind: 'collection' },
+  text: { dataType: 'text', kind: 'text' },
+};
+
+/** The column of an annotation template, labelled with its name. */
+export function annotationColumn(t: {
+  id: string;
+  name: string;
+  type: TemplateType;
+  config: TemplateConfig;
+}): ColumnDef {
+  const { dataType, kind } = ANNOTATION_TYPES[t.type];
+  const allowed =
+    t.type === 'thumbs'
+      ? [true, false]
+      : t.type === 'stars'
+        ? Array.from({ length: MAX_STARS }, (_, i) => i + 1)
+        : t.type === 'categorical'
+          ? t.config.options
+          : undefined;
+  return {
+    id: `${ANNOTATION_PREFIX}${t.id}`,
+    label: t.name,
+    description: `Annotations on template ${t.name} (${t.type})`,
+    category: 'annotation',
+    dataType,
+    filterKind: kind,
+    acceptedKinds: [kind],
+    // A record's place in a sort is the average of its reviewers' numbers (thumbs: the share of up).
+    sortable: kind === 'number' || kind === 'boolean',
+    filterable: true,
+    multiValued: kind === 'collection',
+    applicableTypes: ALL,
+    source: { kind: 'annotation', templateId: t.id, type: t.type },
+    textIndexed: false,
+    ...(allowed ? { allowedValues: allowed } : {}),
+  };
+}
+
+/** What a column id may name besides the static registry: the project's annotation columns. */
+export interface ColumnContext {
+  /** Annotation columns by id (`annotation/<template id>`). */
+  annotations?: ReadonlyMap<string, ColumnDef>;
+}
+
 export type ColumnLookup =
   | {
       ok: true;
@@ -320,11 +386,15 @@ export type ColumnLookup =
 /**
  * The column for an id, from the static registry: standard columns, any `user_metadata/<key>` or
  * `dataset_metadata/<key>`, and `metrics/<key>` (whose key the caller must still find in the catalogue
- * unless it is a standard metric).
+ * unless it is a standard metric); an annotation column from `ctx`.
  */
-export function lookupColumn(id: string): ColumnLookup {
+export function lookupColumn(id: string, ctx: ColumnContext = {}): ColumnLookup {
   const standard = STANDARD_BY_ID.get(id);
   if (standard) return { ok: true, column: standard, needsCatalogue: false };
+  if (id.startsWith(ANNOTATION_PREFIX)) {
+    const column = ctx.annotations?.get(id);
+    return column ? { ok: true, column, needsCatalogue: false } : { ok: false };
+  }
   const slash = id.indexOf('/');
   if (slash <= 0) return { ok: false };
   const prefix = id.slice(0, slash);

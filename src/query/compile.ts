@@ -10,7 +10,7 @@
  */
 import { type Expression, type RawBuilder, type SqlBool, sql } from 'kysely';
 import { type ColumnDef, NEVER_NULL } from './columns.ts';
-import type { FilterTree, Leaf } from './filters.ts';
+import type { FilterTree, FullyAnnotatedLeaf, Leaf } from './filters.ts';
 import type { SortSpec } from './sorts.ts';
 import { type Dialect, type Frag, type OrderItem, type SqlDialect, type Want, fold } from './sql-dialect.ts';
 import { postgresSql } from './sql-postgres.ts';
@@ -66,7 +66,13 @@ export function columnValue(
   const src = column.source;
   if (src.kind === 'scalar')
     return { expr: sql.ref(`${table}.${src.column}`), nullable: !NEVER_NULL.has(src.column) };
-  if (src.kind === 'tags') throw new Error('tags have no scalar value');
+  if (src.kind === 'tags' || src.kind === 'items') throw new Error('lists have no scalar value');
+  if (src.kind === 'annotation') {
+    // The average of the reviewers' numbers (thumbs: the share of up votes), kept on write.
+    const mean = sql`(select ag.mean from annotation_aggregates as ag where ag.record_id = ${sql.ref(`${table}.id`)}
+      and ag.template_id = ${dialect.text(src.templateId)} and ag.source = 'reviewer')`;
+    return { expr: mean, nullable: true };
+  }
   const v = dialect.jsonValue(sql.ref(`${table}.${src.column}`), src.key, want, {
     numbersOnly: src.column === 'metrics',
     loose: o.loose ?? false,
@@ -123,7 +129,9 @@ class Compiler {
     return this.d.inList(values, (e) => this.fold(e, caseSensitive));
   }
 
-  leaf(leaf: Leaf): Frag {
+  leaf(leaf: Leaf | FullyAnnotatedLeaf): Frag {
+    if (leaf.kind === 'fully_annotated') return this.fullyAnnotated(leaf);
+    if (leaf.column.source.kind === 'annotation') return this.annotationLeaf(leaf);
     switch (leaf.kind) {
       case 'id':
       case 'text':
@@ -199,8 +207,44 @@ class Compiler {
     return this.positive(v, exact);
   }
 
+  /**
+   * A filter on an annotation column: the record's id among those of the template's reviewer
+   * annotations that match (the annotations index by template answers it, not a walk of the run); a
+   * negative operator (`ne`, `not_in`) matches the records none of whose annotations match its
+   * positive twin (`eq`, `one_of`), as a record without annotations matches `ne`.
+   */
+  annotationLeaf(leaf: Leaf): Frag {
+    const src = leaf.column.source as Extract<Leaf['column']['source'], { kind: 'annotation' }>;
+    const negative = leaf.operator === 'ne' || leaf.operator === 'not_in';
+    const positive = {
+      ...leaf,
+      operator: leaf.operator === 'ne' ? 'eq' : leaf.operator === 'not_in' ? 'one_of' : leaf.operator,
+    } as Leaf;
+    const inner = new Compiler({ dialect: this.opts.dialect, table: 'a' }).leaf({
+      ...positive,
+      column: annotationValueColumn(leaf.column),
+    } as Leaf);
+    const ids = sql`select a.record_id from annotations as a where a.template_id = ${this.d.text(src.templateId)}
+      and a.source = 'reviewer' and ${inner}`;
+    return negative ? sql`(${this.ref('id')} not in (${ids}))` : sql`(${this.ref('id')} in (${ids}))`;
+  }
+
+  /**
+   * Every template from every user: the record's reviewer annotations on those templates by those
+   * users, counted through the (record_id, template_id, author) index, are all there are (one per
+   * template and author).
+   */
+  fullyAnnotated(leaf: FullyAnnotatedLeaf): Frag {
+    const need = leaf.templateIds.length * leaf.userIds.length;
+    if (need === 0) return TRUE;
+    const same = (e: Frag) => e;
+    return sql`((select count(*) from annotations as fa where fa.record_id = ${this.ref('id')}
+      and fa.template_id in ${this.d.inList(leaf.templateIds, same)}
+      and fa.author in ${this.d.inList(leaf.userIds, same)}) = ${sql.lit(need)})`;
+  }
+
   collectionLeaf(leaf: Extract<Leaf, { kind: 'collection' }>): Frag {
-    const tags = this.ref('tags');
+    const tags = this.ref(leaf.column.source.kind === 'items' ? 'items' : 'tags');
     const cs = leaf.caseSensitive;
     const d = this.d;
     const present = d.present(tags);
@@ -254,6 +298,20 @@ class Compiler {
   }
 }
 
+/**
+ * The column of an annotation's own value that an annotation filter compares (over `annotations`
+ * as `a`): the number of thumbs, stars and score, the text, the list of choices or tags.
+ */
+export function annotationValueColumn(column: ColumnDef): ColumnDef {
+  const src = column.source;
+  if (src.kind !== 'annotation') throw new Error('not an annotation column');
+  const source: ColumnDef['source'] =
+    src.type === 'categorical' || src.type === 'tags'
+      ? { kind: 'items' }
+      : { kind: 'scalar', column: src.type === 'text' ? 'text_value' : 'num_value' };
+  return { ...column, source };
+}
+
 /** A validated filter tree as a boolean SQL expression over `records` (or `opts.table`). */
 export function compileFilterTree(tree: FilterTree, opts: CompileOptions): Expression<SqlBool> {
   return new Compiler(opts).tree(tree) as RawBuilder<SqlBool>;
@@ -287,7 +345,7 @@ export function compileSort(sort: SortSpec | null, opts: CompileOptions): OrderI
     const x = isText && src.column !== 'id' ? c.d.byCodePoint(ref) : ref;
     if (NEVER_NULL.has(src.column)) items.push({ expr: x, direction: dir });
     else items.push(...missingLast(x));
-  } else if (src.kind === 'json' && src.column === 'metrics') {
+  } else if ((src.kind === 'json' && src.column === 'metrics') || src.kind === 'annotation') {
     items.push(...missingLast(c.value(column, 'number').expr));
   } else if (src.kind === 'json') {
     // Metadata values: numbers, then booleans, then strings (reversed when descending); any other

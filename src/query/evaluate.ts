@@ -5,7 +5,8 @@
  */
 import { foldCase } from '../domain/text.ts';
 import type { ColumnDef } from './columns.ts';
-import type { FilterTree, Leaf } from './filters.ts';
+import { annotationValueColumn } from './compile.ts';
+import type { FilterTree, FullyAnnotatedLeaf, Leaf } from './filters.ts';
 import type { SortSpec } from './sorts.ts';
 
 /** A `records` row with its JSON columns parsed (objects or null) and integers as numbers. */
@@ -16,7 +17,19 @@ export type EvalRecord = Record<string, unknown> & {
   user_metadata?: unknown;
   dataset_metadata?: unknown;
   tags?: unknown;
+  /** The record's annotations (what annotation columns and fully_annotated read). */
+  annotations?: EvalAnnotation[];
 };
+
+/** One annotation of a record as the evaluator reads it (the `annotations` row). */
+export interface EvalAnnotation {
+  template_id: string;
+  source: string;
+  author: string;
+  num_value: number | null;
+  text_value: string | null;
+  items: string[] | null;
+}
 
 type Want = 'text' | 'number' | 'boolean';
 
@@ -29,7 +42,12 @@ export function columnValue(rec: EvalRecord, column: ColumnDef, want: Want): str
     if (typeof v === 'boolean') return v ? 1 : 0;
     return v as string | number;
   }
-  if (src.kind === 'tags') return null;
+  if (src.kind === 'tags' || src.kind === 'items') return null;
+  if (src.kind === 'annotation') {
+    if (want === 'text') return null;
+    const nums = reviewerAnnotations(rec, src.templateId).map((a) => a.num_value);
+    return nums.length && nums.every((n) => n !== null) ? mean(nums as number[]) : null;
+  }
   const obj = rec[src.column];
   if (typeof obj !== 'object' || obj === null || Array.isArray(obj)) return null;
   if (!Object.hasOwn(obj, src.key)) return null;
@@ -59,14 +77,56 @@ function compare(x: number | string, op: string, v: number | string): boolean {
   throw new Error(`bad operator ${op}`);
 }
 
-function tagsOf(rec: EvalRecord): string[] | null {
-  const t = rec.tags;
+/** The reviewers' annotations of a record on a template. */
+function reviewerAnnotations(rec: EvalRecord, templateId: string): EvalAnnotation[] {
+  return (rec.annotations ?? []).filter((a) => a.template_id === templateId && a.source === 'reviewer');
+}
+
+/** The mean as the store keeps it: the sum in order, divided once. */
+function mean(nums: number[]): number {
+  let sum = 0;
+  for (const n of nums) sum += n;
+  return sum / nums.length;
+}
+
+function tagsOf(rec: EvalRecord, column: ColumnDef): string[] | null {
+  const t = column.source.kind === 'items' ? rec.items : rec.tags;
   return Array.isArray(t)
     ? (t as unknown[]).map((e) => (typeof e === 'string' ? e : (null as unknown as string)))
     : null;
 }
 
-export function evaluateLeaf(leaf: Leaf, rec: EvalRecord): boolean {
+/** fully_annotated: a reviewer's annotation on every template from every user. */
+function fullyAnnotated(leaf: FullyAnnotatedLeaf, rec: EvalRecord): boolean {
+  const has = (t: string, u: string) =>
+    (rec.annotations ?? []).some((a) => a.template_id === t && a.author === u && a.source === 'reviewer');
+  return leaf.templateIds.every((t) => leaf.userIds.every((u) => has(t, u)));
+}
+
+/**
+ * A filter on an annotation column: some reviewer annotation of the template matches; a negative
+ * operator matches when none matches its positive twin.
+ */
+function annotationLeaf(leaf: Leaf, rec: EvalRecord): boolean {
+  const src = leaf.column.source as Extract<ColumnDef['source'], { kind: 'annotation' }>;
+  const negative = leaf.operator === 'ne' || leaf.operator === 'not_in';
+  const operator = leaf.operator === 'ne' ? 'eq' : leaf.operator === 'not_in' ? 'one_of' : leaf.operator;
+  const inner = { ...leaf, operator, column: annotationValueColumn(leaf.column) } as Leaf;
+  const any = reviewerAnnotations(rec, src.templateId).some((a) =>
+    evaluateLeaf(inner, {
+      id: '',
+      created_at: 0,
+      num_value: a.num_value,
+      text_value: a.text_value,
+      items: a.items,
+    }),
+  );
+  return negative ? !any : any;
+}
+
+export function evaluateLeaf(leaf: Leaf | FullyAnnotatedLeaf, rec: EvalRecord): boolean {
+  if (leaf.kind === 'fully_annotated') return fullyAnnotated(leaf, rec);
+  if (leaf.column.source.kind === 'annotation') return annotationLeaf(leaf, rec);
   switch (leaf.kind) {
     case 'id':
     case 'text': {
@@ -106,7 +166,7 @@ export function evaluateLeaf(leaf: Leaf, rec: EvalRecord): boolean {
       return leaf.operator === 'eq' ? x === b : x !== b;
     }
     case 'collection': {
-      const tags = tagsOf(rec);
+      const tags = tagsOf(rec, leaf.column);
       if (tags === null) return leaf.operator === 'not_in';
       const f = (s: string) => fold(s, leaf.caseSensitive);
       const elems = tags.map((t) => (t === null ? null : f(t)));

@@ -9,8 +9,9 @@
  * filters in all; a list value holds at most MAX_LIST_VALUES items.
  */
 import { type ErrorItem, type Loc, ValidationError } from '../domain/errors.ts';
+import { isUuid } from '../domain/ids.ts';
 import { parseTimestamp } from '../domain/time.ts';
-import { type ColumnDef, type FilterKind, lookupColumn } from './columns.ts';
+import { type ColumnContext, type ColumnDef, type FilterKind, lookupColumn } from './columns.ts';
 
 export const MAX_DEPTH = 16;
 export const MAX_LEAVES = 200;
@@ -44,9 +45,25 @@ export type Leaf =
       caseSensitive: boolean;
     };
 
+/**
+ * The fully_annotated filter of a queue search: the record has a reviewer's annotation on every
+ * template in `templateIds` from each user in `userIds` (true when either list is empty).
+ */
+export interface FullyAnnotatedLeaf {
+  kind: 'fully_annotated';
+  templateIds: string[];
+  userIds: string[];
+}
+
+/** What a search may name besides the static columns: annotation columns, and its queue. */
+export interface FilterContext extends ColumnContext {
+  /** A queue search: fully_annotated works, over these templates and (by default) members. */
+  queue?: { templateIds: string[]; memberIds: string[] };
+}
+
 export interface LeafNode {
   op: 'leaf';
-  filter: Leaf;
+  filter: Leaf | FullyAnnotatedLeaf;
   /** Where the column id was given (for errors found later, such as an unknown metric). */
   columnLoc: Loc;
   /** A `metrics/<key>` that is not a standard metric: it must be in the catalogue. */
@@ -116,8 +133,35 @@ function stringList(f: Faults, loc: Loc, value: unknown): string[] | null {
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
+/** A fully_annotated filter in a queue search: its users (default: the queue's members). */
+function fullyAnnotated(
+  json: Record<string, unknown>,
+  loc: Loc,
+  f: Faults,
+  queue: NonNullable<FilterContext['queue']>,
+): LeafNode | null {
+  const leaf = (userIds: string[]): LeafNode => ({
+    op: 'leaf',
+    filter: { kind: 'fully_annotated', templateIds: [...queue.templateIds], userIds: [...new Set(userIds)] },
+    columnLoc: [...loc, 'type'],
+    needsCatalogue: false,
+  });
+  const given = json.user_ids;
+  if (given === undefined || given === null) return leaf(queue.memberIds);
+  const uloc = [...loc, 'user_ids'];
+  const list = stringList(f, uloc, given);
+  if (!list) return null;
+  if (list.length === 0)
+    return f.add(uloc, 'too_short', 'List should have at least 1 item after validation, not 0', given, {
+      min_length: 1,
+    });
+  const bad = list.findIndex((u) => !isUuid(u));
+  if (bad >= 0) return f.add([...uloc, bad], 'uuid_parsing', 'Input should be a valid UUID', list[bad]);
+  return leaf(list.map((u) => u.toLowerCase()));
+}
+
 /** One filter object (a `filters` item or a tree's `filter`) → a typed leaf, or null with faults added. */
-function validateLeaf(json: unknown, loc: Loc, f: Faults): LeafNode | null {
+function validateLeaf(json: unknown, loc: Loc, f: Faults, ctx: FilterContext): LeafNode | null {
   if (!isObject(json)) return f.add(loc, 'dict_type', 'Input should be a valid dictionary or object', json);
   const given = json.type;
   if (given !== undefined && (typeof given !== 'string' || !KINDS.includes(given))) {
@@ -130,6 +174,7 @@ function validateLeaf(json: unknown, loc: Loc, f: Faults): LeafNode | null {
     );
   }
   if (given === 'fully_annotated') {
+    if (ctx.queue) return fullyAnnotated(json, loc, f, ctx.queue);
     return f.add(
       loc,
       'value_error',
@@ -143,7 +188,7 @@ function validateLeaf(json: unknown, loc: Loc, f: Faults): LeafNode | null {
   const columnLoc = [...loc, field];
   const columnId = json[field];
   if (typeof columnId !== 'string') return typeError(f, columnLoc, 'string', columnId);
-  const found = lookupColumn(columnId);
+  const found = lookupColumn(columnId, ctx);
   if (!found.ok)
     return f.add(columnLoc, 'value_error', `Value error, unknown column '${columnId}'`, columnId);
   const column = found.column;
@@ -259,6 +304,7 @@ function validateNode(
   depth: number,
   f: Faults,
   count: { leaves: number },
+  ctx: FilterContext,
 ): FilterTree | null {
   if (!isObject(json)) return f.add(loc, 'dict_type', 'Input should be a valid dictionary or object', json);
   const present = NODE_KEYS.filter((k) => json[k] !== undefined);
@@ -280,7 +326,7 @@ function validateNode(
         f.add(loc, 'value_error', `Value error, a search takes at most ${MAX_LEAVES} filters`);
       return null;
     }
-    return validateLeaf(json.filter, [...loc, 'filter'], f);
+    return validateLeaf(json.filter, [...loc, 'filter'], f, ctx);
   }
   if (depth >= MAX_DEPTH) {
     return f.add(
@@ -289,10 +335,10 @@ function validateNode(
       `Value error, filter trees nest at most ${MAX_DEPTH} levels of and/or/not`,
     );
   }
-  if (key === 'not') return wrapNot(validateNode(json.not, [...loc, 'not'], depth + 1, f, count));
+  if (key === 'not') return wrapNot(validateNode(json.not, [...loc, 'not'], depth + 1, f, count, ctx));
   const list = json[key];
   if (!Array.isArray(list)) return typeError(f, [...loc, key], 'list', list);
-  const children = list.map((child, i) => validateNode(child, [...loc, key, i], depth + 1, f, count));
+  const children = list.map((child, i) => validateNode(child, [...loc, key, i], depth + 1, f, count, ctx));
   if (children.some((c) => c === null)) return null;
   return { op: key, children: children as FilterTree[] };
 }
@@ -305,17 +351,18 @@ function wrapNot(child: FilterTree | null): FilterTree | null {
  * Validates a filter expression (`{filter}`, `{and: [...]}`, `{or: [...]}`, `{not: ...}`) and answers the
  * typed tree, or throws a ValidationError with one item per fault, each `loc` starting with `locPrefix`
  * (for example `['body', 'filter_tree']`). Unknown `metrics/<key>` columns are not checked here (that
- * needs the catalogue): see `unknownMetricFaults`.
+ * needs the catalogue): see `unknownMetricFaults`. `ctx`: the annotation columns of the project, and
+ * the queue of a queue search (elsewhere fully_annotated answers 422).
  */
-export function validateFilterTree(json: unknown, locPrefix: Loc): FilterTree {
+export function validateFilterTree(json: unknown, locPrefix: Loc, ctx: FilterContext = {}): FilterTree {
   const f = new Faults();
-  const tree = validateNode(json, locPrefix, 0, f, { leaves: 0 });
+  const tree = validateNode(json, locPrefix, 0, f, { leaves: 0 }, ctx);
   f.throwIfAny();
   return tree as FilterTree;
 }
 
 /** Validates a `filters` list (combined with AND) into a tree; `locPrefix` is where the list is. */
-export function validateFilterList(json: unknown, locPrefix: Loc): FilterTree {
+export function validateFilterList(json: unknown, locPrefix: Loc, ctx: FilterContext = {}): FilterTree {
   const f = new Faults();
   if (!Array.isArray(json)) {
     typeError(f, locPrefix, 'list', json);
@@ -328,7 +375,7 @@ export function validateFilterList(json: unknown, locPrefix: Loc): FilterTree {
     });
     f.throwIfAny();
   }
-  const children = list.map((item, i) => validateLeaf(item, [...locPrefix, i], f));
+  const children = list.map((item, i) => validateLeaf(item, [...locPrefix, i], f, ctx));
   f.throwIfAny();
   return { op: 'and', children: children as FilterTree[] };
 }
@@ -340,9 +387,14 @@ export function leavesOf(tree: FilterTree): LeafNode[] {
   return tree.children.flatMap(leavesOf);
 }
 
+/** The leaves of a tree that filter a column (all but fully_annotated). */
+export function columnLeaves(tree: FilterTree): (LeafNode & { filter: Leaf })[] {
+  return leavesOf(tree).filter((l): l is LeafNode & { filter: Leaf } => l.filter.kind !== 'fully_annotated');
+}
+
 /** 422 items for `metrics/<key>` columns whose key is neither standard nor in `knownMetricKeys`. */
 export function unknownMetricFaults(tree: FilterTree, knownMetricKeys: ReadonlySet<string>): ErrorItem[] {
-  return leavesOf(tree)
+  return columnLeaves(tree)
     .filter((l) => l.needsCatalogue && !knownMetricKeys.has(l.filter.column.id))
     .map((l) => ({
       loc: l.columnLoc,

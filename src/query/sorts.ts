@@ -1,6 +1,6 @@
 /** Sorts: validation of a `sort` object into a typed sort on a registry column. */
 import { type ErrorItem, type Loc, ValidationError } from '../domain/errors.ts';
-import { type ColumnDef, lookupColumn } from './columns.ts';
+import { type ColumnContext, type ColumnDef, lookupColumn } from './columns.ts';
 
 export interface SortSpec {
   column: ColumnDef;
@@ -17,7 +17,7 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
  * `{ name | column_id, ascending?, sort_type? }` → a sort (ascending defaults to true), or null when
  * no sort is given (the caller then uses the native order: created_at, then id, both descending).
  */
-export function validateSort(json: unknown, locPrefix: Loc): SortSpec | null {
+export function validateSort(json: unknown, locPrefix: Loc, ctx: ColumnContext = {}): SortSpec | null {
   if (json === undefined || json === null) return null;
   const fail = (item: ErrorItem) => {
     throw new ValidationError(item);
@@ -35,7 +35,7 @@ export function validateSort(json: unknown, locPrefix: Loc): SortSpec | null {
   const id = json[field];
   if (typeof id !== 'string')
     return fail({ loc: columnLoc, msg: 'Input should be a valid string', type: 'string_type', input: id });
-  const found = lookupColumn(id);
+  const found = lookupColumn(id, ctx);
   if (!found.ok)
     return fail({
       loc: columnLoc,

@@ -1,4 +1,6 @@
 import type { Config } from '../config.ts';
+import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
+import { AnnotationsRepo } from '../store/annotations.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
@@ -11,6 +13,8 @@ import { readStores } from '../store/read-stores.ts';
 import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
+import { AnnotationQueuesService } from './annotation-queues.ts';
+import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
@@ -48,6 +52,8 @@ export interface Services {
   insights: InsightsService;
   integrations: IntegrationsService;
   signals: SignalsService;
+  annotations: AnnotationsService;
+  annotationQueues: AnnotationQueuesService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -57,7 +63,17 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const projects = new ProjectsService(new ProjectsRepo(store.db), usersRepo);
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
-  const search = new SearchService(read.search, read.catalogue, projects, runs, read.textIndexer);
+  const recordsRepo = new RecordsRepo(store.db);
+  const annotationsRepo = new AnnotationsRepo(store.db);
+  const annotations = new AnnotationsService(annotationsRepo, recordsRepo, projects);
+  const search = new SearchService(
+    read.search,
+    read.catalogue,
+    projects,
+    runs,
+    read.textIndexer,
+    annotations,
+  );
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
   const ingest = new IngestService(
     projects,
@@ -65,7 +81,14 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     ingestStore(store),
     prices,
   );
-  const records = new RecordsService(projects, new RecordsRepo(store.db));
+  const records = new RecordsService(projects, recordsRepo);
+  const annotationQueues = new AnnotationQueuesService(
+    new AnnotationQueuesRepo(store.db, store.dialect),
+    annotationsRepo,
+    usersRepo,
+    projects,
+    search,
+  );
   const otel = new OtelService(projects, runs, ingest);
   const dashboardsRepo = new DashboardsRepo(store.db, store.dialect);
   const dashboardAccess = new DashboardAccess(
@@ -73,12 +96,14 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     new RunsRepo(store.db, store.dialect),
     projects,
   );
-  const dashboards = new DashboardsService(
+  const dashboardColumns = new DashboardColumns(read.catalogue, annotations);
+  const dashboards = new DashboardsService(dashboardsRepo, dashboardAccess, dashboardColumns);
+  const widgetData = new WidgetDataService(
     dashboardsRepo,
     dashboardAccess,
-    new DashboardColumns(read.catalogue),
+    read.widgetCells,
+    dashboardColumns,
   );
-  const widgetData = new WidgetDataService(dashboardsRepo, dashboardAccess, read.widgetCells);
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
   const integrations = new IntegrationsService(
     new IntegrationsRepo(store.db, store.dialect),
@@ -104,5 +129,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     insights,
     integrations,
     signals,
+    annotations,
+    annotationQueues,
   };
 }

@@ -30,9 +30,10 @@ export class RecordsService {
     const trace = rows.find((r) => r.id === traceId && r.type === 'trace');
     if (!trace) throw notFound('Trace');
     rows.sort(order);
+    const feedback = await this.records.feedbackOf(rows.map((r) => r.id));
     const api = new Map<string, Api>();
     for (const r of rows) {
-      const a = recordToApi(r, { includeCounts: true });
+      const a = recordToApi(r, { includeCounts: true, feedback: feedback.get(r.id) });
       a.spans = [];
       api.set(r.id, a);
     }
@@ -48,7 +49,8 @@ export class RecordsService {
     await this.projects.access(caller, projectId);
     const row = await this.records.byId(projectId, spanId);
     if (!row || !(SPAN_TYPES as readonly string[]).includes(row.type)) throw notFound('Span');
-    return recordToApi(row, { includeCounts: true });
+    const feedback = await this.records.feedbackOf([row.id]);
+    return recordToApi(row, { includeCounts: true, feedback: feedback.get(row.id) });
   }
 
   async session(caller: Caller, projectId: string, sessionId: string): Promise<Api> {
@@ -56,9 +58,10 @@ export class RecordsService {
     const row = await this.records.byId(projectId, sessionId);
     if (row?.type !== 'session') throw notFound('Session');
     const traces = await this.records.sessionTraces(projectId, sessionId);
+    const feedback = await this.records.feedbackOf([row.id, ...traces.map((t) => t.id)]);
     return {
-      ...recordToApi(row, { includeCounts: true }),
-      traces: traces.map((t) => recordToApi(t, { includeCounts: true })),
+      ...recordToApi(row, { includeCounts: true, feedback: feedback.get(row.id) }),
+      traces: traces.map((t) => recordToApi(t, { includeCounts: true, feedback: feedback.get(t.id) })),
     };
   }
 }

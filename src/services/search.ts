@@ -4,8 +4,10 @@
  * semantics in query/.
  */
 import { ValidationError, valueError } from '../domain/errors.ts';
+import { RECORD_TYPES } from '../domain/records.ts';
 import { timestampAt } from '../domain/time.ts';
 import {
+  ANNOTATION_PREFIX,
   type ColumnDef,
   type DataType,
   type JsonColumn,
@@ -17,9 +19,10 @@ import {
   namespacedColumn,
 } from '../query/columns.ts';
 import {
+  type FilterContext,
   type FilterTree,
   andTrees,
-  leavesOf,
+  columnLeaves,
   unknownMetricFaults,
   validateFilterList,
   validateFilterTree,
@@ -27,7 +30,7 @@ import {
 import { type SortSpec, validateSort } from '../query/sorts.ts';
 import type { CatalogueRepo } from '../store/catalogue.ts';
 import type { RunKind } from '../store/runs.ts';
-import type { SearchStore, TextIndexer } from '../store/search-query.ts';
+import type { RecordSearch, SearchStore, TextIndexer } from '../store/search-query.ts';
 import type { Caller } from './auth.ts';
 import type { ProjectsService } from './projects.ts';
 import type { RunsService } from './runs.ts';
@@ -39,6 +42,21 @@ export const TARGET_TYPES: Record<SearchTarget, readonly RecordType[]> = {
   traces: ['trace'],
   spans: SPAN_TYPES,
 };
+
+/** A queue search's queue: its id, templates and members. */
+export interface QueueScope {
+  id: string;
+  templateIds: string[];
+  memberIds: string[];
+}
+
+/** The annotation columns of a project (services/annotations.ts). */
+export interface AnnotationColumns {
+  /** By id (`annotation/<template id>`). */
+  columns(projectId: string): Promise<ReadonlyMap<string, ColumnDef>>;
+  /** Whether the template has any reviewer annotation. */
+  annotated(templateId: string): Promise<boolean>;
+}
 
 export const DEFAULT_LIMIT = 100;
 
@@ -73,8 +91,11 @@ export interface ParsedSearch {
   includeCounts: boolean;
 }
 
-/** Body → filters, tree, sort and page, or a ValidationError pointing at each bad part. */
-export function parseSearchBody(body: SearchBody): ParsedSearch {
+/**
+ * Body → filters, tree, sort and page, or a ValidationError pointing at each bad part. `ctx`: the
+ * project's annotation columns, and the queue of a queue search.
+ */
+export function parseSearchBody(body: SearchBody, ctx: FilterContext = {}): ParsedSearch {
   const faults: ValidationError[] = [];
   const attempt = <T>(f: () => T): T | null => {
     try {
@@ -90,12 +111,12 @@ export function parseSearchBody(body: SearchBody): ParsedSearch {
   const list =
     body.filters === undefined || body.filters === null
       ? null
-      : attempt(() => validateFilterList(body.filters, ['body', 'filters']));
+      : attempt(() => validateFilterList(body.filters, ['body', 'filters'], ctx));
   const tree =
     body.filter_tree === undefined || body.filter_tree === null
       ? null
-      : attempt(() => validateFilterTree(body.filter_tree, ['body', 'filter_tree']));
-  const sort = attempt(() => validateSort(body.sort, ['body', 'sort']));
+      : attempt(() => validateFilterTree(body.filter_tree, ['body', 'filter_tree'], ctx));
+  const sort = attempt(() => validateSort(body.sort, ['body', 'sort'], ctx));
   if (faults.length) throw new ValidationError(faults.flatMap((f) => f.items));
   return {
     tree: andTrees(list, tree),
@@ -108,6 +129,7 @@ export function parseSearchBody(body: SearchBody): ParsedSearch {
 
 const CATEGORY_GROUP: Record<string, string> = {
   standard: 'Standard',
+  annotation: 'Annotations',
   metric: 'Metrics',
   user_metadata: 'User metadata',
   dataset_metadata: 'Dataset metadata',
@@ -157,6 +179,7 @@ export class SearchService {
     private readonly projects: ProjectsService,
     private readonly runs: RunsService,
     readonly indexer: TextIndexer,
+    private readonly annotationColumns: AnnotationColumns,
   ) {}
 
   /** Starts the background work of search: the SQLite text indexer, and a reader thread when there are records. */
@@ -200,7 +223,7 @@ export class SearchService {
     sort: SortSpec | null,
   ): Promise<void> {
     const needed = new Set<string>();
-    if (tree) for (const l of leavesOf(tree)) if (l.needsCatalogue) needed.add(l.filter.column.id);
+    if (tree) for (const l of columnLeaves(tree)) if (l.needsCatalogue) needed.add(l.filter.column.id);
     if (sort?.needsCatalogue) needed.add(sort.column.id);
     if (!needed.size) return;
     const known = await this.catalogue.knownMetricColumns(projectId, [...needed]);
@@ -217,23 +240,55 @@ export class SearchService {
   }
 
   /**
-   * One page of a search as the response body, JSON (domain/record-json.ts): records decoded and
-   * serialized through the route's response schema, on the reader thread that read them (SQLite).
+   * A search body checked against the project (the caller may see it and the run it names) and
+   * resolved into what the store runs (without the page's extra row). `queue`: a queue search
+   * (its records only, of every type, and fully_annotated works).
    */
-  async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody): Promise<Buffer> {
+  async prepare(
+    caller: Caller,
+    projectId: string,
+    body: SearchBody,
+    target: SearchTarget | null,
+    queue?: QueueScope,
+  ): Promise<{ search: RecordSearch; parsed: ParsedSearch }> {
     const runId = await this.access(caller, projectId, body);
-    const parsed = parseSearchBody(body);
+    const ctx: FilterContext = {
+      ...(mentionsAnnotationColumns(body)
+        ? { annotations: await this.annotationColumns.columns(projectId) }
+        : {}),
+      ...(queue ? { queue: { templateIds: queue.templateIds, memberIds: queue.memberIds } } : {}),
+    };
+    const parsed = parseSearchBody(body, ctx);
     await this.checkMetrics(projectId, parsed.tree, parsed.sort);
-    return this.repo.searchPage(
-      {
+    return {
+      search: {
         projectId,
         runId,
-        types: TARGET_TYPES[target],
+        queueId: queue?.id ?? null,
+        types: target ? TARGET_TYPES[target] : RECORD_TYPES,
         tree: parsed.tree,
         sort: parsed.sort,
         offset: parsed.startingToken,
-        limit: parsed.limit + 1,
+        limit: parsed.limit,
       },
+      parsed,
+    };
+  }
+
+  /**
+   * One page of a search as the response body, JSON (domain/record-json.ts): records decoded and
+   * serialized through the route's response schema, on the reader thread that read them (SQLite).
+   */
+  async search(
+    caller: Caller,
+    projectId: string,
+    target: SearchTarget | null,
+    body: SearchBody,
+    queue?: QueueScope,
+  ): Promise<Buffer> {
+    const { search, parsed } = await this.prepare(caller, projectId, body, target, queue);
+    return this.repo.searchPage(
+      { ...search, limit: parsed.limit + 1 },
       { startingToken: parsed.startingToken, limit: parsed.limit, includeCounts: parsed.includeCounts },
     );
   }
@@ -287,10 +342,32 @@ export class SearchService {
       );
       columns.push(describeColumn(c, false, seenTypes));
     }
+    // The project's annotation templates, on every record type.
+    for (const c of (await this.annotationColumns.columns(projectId)).values()) {
+      const src = c.source as { kind: 'annotation'; templateId: string };
+      const empty = !(await this.annotationColumns.annotated(src.templateId));
+      columns.push(describeColumn(c, empty, types));
+    }
     return { columns };
   }
 }
 
 function timeField(value: string | null | undefined, field: string): number | null {
   return value === undefined || value === null ? null : timestampAt(value, ['body', field]);
+}
+
+/**
+ * Whether a search body names an annotation column anywhere (then the project's templates are
+ * read): a walk of its filters and sort, bounded however deep they nest.
+ */
+function mentionsAnnotationColumns(body: SearchBody): boolean {
+  const stack: unknown[] = [body.filters, body.filter_tree, body.sort];
+  for (let seen = 0; stack.length && seen < 100_000; seen++) {
+    const v = stack.pop();
+    if (typeof v === 'string') {
+      if (v.startsWith(ANNOTATION_PREFIX)) return true;
+    } else if (Array.isArray(v)) stack.push(...v.slice(0, 10_000));
+    else if (v && typeof v === 'object') stack.push(...Object.values(v).slice(0, 10_000));
+  }
+  return false;
 }

@@ -24,6 +24,7 @@ export class WidgetDataService {
     private readonly repo: DashboardsRepo,
     private readonly access: DashboardAccess,
     private readonly cells: WidgetCellsStore,
+    private readonly columns: DashboardColumns,
   ) {}
 
   /** Stops the widget-data reader threads. */
@@ -76,13 +77,19 @@ export class WidgetDataService {
     if (faults.length) throw new ValidationError(faults);
 
     // The settings were checked when saved; here they only need reading.
-    const tree = d.filter_tree ? storedTree(parseJson(d.filter_tree)) : null;
+    const filterJson = d.filter_tree ? parseJson(d.filter_tree) : null;
+    const ctx = await this.columns.context(
+      projectId,
+      filterJson,
+      widgets.map((w) => w.metric),
+    );
+    const tree = filterJson ? storedTree(filterJson, ctx) : null;
     const group = d.group_by ? staticColumn(d.group_by) : null;
     // One metric spec per (column, kind): widgets on the same metric share their aggregates.
     const specs = new Map<string, MetricSpec>();
     const specOf = new Map<string, MetricSpec>();
     for (const w of widgets) {
-      const column = staticColumn(w.metric);
+      const column = staticColumn(w.metric, ctx);
       const agg = w.aggregation as Aggregation;
       if (!column || DashboardColumns.metricProblem(column, agg)) continue;
       const needs = aggregationNeeds(agg);

@@ -1,5 +1,7 @@
 import type { Kysely } from 'kysely';
+import type { RecordFeedback } from '../domain/annotations.ts';
 import type { StoredRecord } from '../domain/records.ts';
+import { recordFeedback } from './annotations.ts';
 import type { DB } from './tables.ts';
 
 /** Reads of single records and their trees (the write path is store/ingest.ts). */
@@ -39,5 +41,10 @@ export class RecordsRepo {
       .orderBy('id', 'asc')
       .execute();
     return rows as StoredRecord[];
+  }
+
+  /** The feedback (annotations, aggregates, queues) of these records; those without any are left out. */
+  feedbackOf(ids: readonly string[]): Promise<Map<string, RecordFeedback>> {
+    return recordFeedback(this.db, ids);
   }
 }

@@ -53,6 +53,9 @@ const renderable = () =>
     `typeof(r.num_children) = 'integer'`,
     ...['id', 'type', 'name', 'project_id', 'run_id'].map((c) => `typeof(r.${c}) = 'text'`),
     `(r.body is null or (json_valid(r.body) and instr(r.body, '"in":') = 0 and instr(r.body, '"out":') = 0))`,
+    // Feedback (annotations, their aggregates, queues) is rendered in JavaScript.
+    'not exists (select 1 from annotations as fa where fa.record_id = r.id)',
+    'not exists (select 1 from annotation_queue_records as fq where fq.record_id = r.id)',
     `(r.metrics is null or not (${[
       `r.metrics glob '*"[0-9]*'`,
       `r.metrics glob '*"num_*'`,

@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts';
 import type { RecordRow, StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
+import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { type RecordSearch, type SearchStore, pageQuery } from './search-query.ts';
 import { PgTextCandidates, pgIndexableLeaves } from './search-text-pg.ts';
@@ -33,22 +34,33 @@ export class PgSearch implements SearchStore {
     return pageQuery(db.selectFrom('records').selectAll('records'), q, { dialect: 'postgres', candidates });
   }
 
-  /** One page of records (up to `q.limit` rows), read in one snapshot. */
-  private async rows(q: RecordSearch): Promise<RecordRow[]> {
-    if (!pgIndexableLeaves(q.tree).length) return this.pageQuery(this.store.db, q).execute();
+  /**
+   * One page of records (up to `q.limit` rows), read in one snapshot with its text candidates, and
+   * the feedback of the `shown` first (with them when there is a snapshot to share).
+   */
+  private async rows(q: RecordSearch, shown: number) {
+    const read = async (db: Kysely<DB>, candidates?: TextCandidates) => {
+      const rows: RecordRow[] = await this.pageQuery(db, q, candidates).execute();
+      const feedback = await recordFeedback(
+        db,
+        rows.slice(0, shown).map((r) => r.id),
+      );
+      return { rows, feedback };
+    };
+    if (!pgIndexableLeaves(q.tree).length) return read(this.store.db);
     return this.store.db
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
-      .execute(async (trx) => this.pageQuery(trx, q, await this.text.candidates(trx, q.tree)).execute());
+      .execute(async (trx) => read(trx, await this.text.candidates(trx, q.tree)));
   }
 
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
-    const rows = await this.rows(q);
+    const { rows, feedback } = await this.rows(q, page.limit);
     const more = rows.length > page.limit;
     const shown = (more ? rows.slice(0, page.limit) : rows) as unknown as StoredRecord[];
     return pageBody(
-      shown.map((r) => Buffer.from(recordJson(r, page.includeCounts))),
+      shown.map((r) => Buffer.from(recordJson(r, page.includeCounts, feedback.get(r.id)))),
       shown.length ? shown[shown.length - 1].id : null,
       more,
       page,

@@ -7,7 +7,7 @@ import { type Kysely, type SelectQueryBuilder, type SqlBool, sql } from 'kysely'
 import type { PageFormat } from '../domain/record-json.ts';
 import type { RecordRow } from '../domain/records.ts';
 import { type Dialect, type TextCandidates, compileFilterTree, compileSort } from '../query/compile.ts';
-import { type FilterTree, type Leaf, leavesOf } from '../query/filters.ts';
+import { type FilterTree, type Leaf, columnLeaves } from '../query/filters.ts';
 import type { SortSpec } from '../query/sorts.ts';
 import type { DB } from './tables.ts';
 
@@ -15,6 +15,8 @@ export interface RecordSearch {
   projectId: string;
   /** Runs to search in (already checked to belong to the project); null: the whole project. */
   runId: string | null;
+  /** Only the records of this annotation queue (already checked to belong to the project). */
+  queueId?: string | null;
   types: readonly string[];
   tree: FilterTree | null;
   sort: SortSpec | null;
@@ -66,12 +68,12 @@ export interface TextIndexer {
 }
 
 /**
- * The page query of a search over `base` (a select from `records`): scope, types, filters with their
- * text candidates, sort, page. `drive` (SQLite): a candidate set small enough to read directly
- * instead of walking the run's records in sort order; the unary `+` keeps SQLite from choosing the
- * run index over those rowids.
+ * The records a search finds, over `base` (a select from `records`): scope (a run or the project,
+ * and a queue), types and filters with their text candidates, without order or page. `drive`
+ * (SQLite): a candidate set small enough to read directly instead of walking the run's records in
+ * sort order; the unary `+` keeps SQLite from choosing the run index over those rowids.
  */
-export function pageQuery<O>(
+export function matchQuery<O>(
   base: SelectQueryBuilder<DB, 'records', O>,
   q: RecordSearch,
   o: { dialect: Dialect; candidates?: TextCandidates; drive?: readonly number[] | null },
@@ -83,6 +85,12 @@ export function pageQuery<O>(
     query = query.where(
       sql<SqlBool>`${sql.ref('records.rowid')} in (select value from json_each(${JSON.stringify(o.drive)}))`,
     );
+  // A queue search reads the queue's records through its (queue_id, record_created_at, record_id)
+  // index, in the native order when no sort is given.
+  if (q.queueId)
+    query = (query as SelectQueryBuilder<any, any, O>)
+      .innerJoin('annotation_queue_records as aq', 'aq.record_id', 'records.id')
+      .where('aq.queue_id', '=', q.queueId) as unknown as SelectQueryBuilder<DB, 'records', O>;
   // A run id already implies the project (the service checked it); leaving project_id out lets the
   // (run_id, type, created_at, id) index answer without reading rows.
   query =
@@ -100,7 +108,27 @@ export function pageQuery<O>(
       ? query.where(sql<SqlBool>`${plus}${sql.ref('records.type')} = ${types[0]}`)
       : query.where(sql<SqlBool>`${plus}${sql.ref('records.type')} in (${sql.join(types)})`);
   if (q.tree) query = query.where(compileFilterTree(q.tree, opts));
-  for (const item of compileSort(q.sort, opts)) {
+  return query;
+}
+
+/** The page query of a search over `base`: `matchQuery`, then sort and page. */
+export function pageQuery<O>(
+  base: SelectQueryBuilder<DB, 'records', O>,
+  q: RecordSearch,
+  o: { dialect: Dialect; candidates?: TextCandidates; drive?: readonly number[] | null },
+): SelectQueryBuilder<DB, 'records', O> {
+  let query = matchQuery(base, q, o);
+  // The queue keeps each record's created_at: the native order (created_at, then id, descending)
+  // read from the queue's index.
+  const order =
+    q.queueId && !q.sort
+      ? (['aq.record_created_at', 'aq.record_id'] as const).map((c) => ({
+          expr: sql.ref(c),
+          direction: 'desc' as const,
+          nullsLast: false,
+        }))
+      : compileSort(q.sort, { dialect: o.dialect, candidates: o.candidates });
+  for (const item of order) {
     query = query.orderBy(item.expr as any, (ob) => {
       const d = item.direction === 'desc' ? ob.desc() : ob.asc();
       return item.nullsLast ? d.nullsLast() : d;
@@ -112,7 +140,7 @@ export function pageQuery<O>(
 /** The `contains` leaves of a tree on columns the text index covers (input, output). */
 export function indexedContainsLeaves(tree: FilterTree | null): Leaf[] {
   if (!tree) return [];
-  return leavesOf(tree)
+  return columnLeaves(tree)
     .map((l) => l.filter)
     .filter(
       (f) => (f.kind === 'text' || f.kind === 'id') && f.operator === 'contains' && f.column.textIndexed,

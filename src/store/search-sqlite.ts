@@ -11,6 +11,7 @@ import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts'
 import type { StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
+import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
 import { pageJsonStatement } from './search-json.ts';
@@ -125,7 +126,9 @@ export class SqliteSearch implements SearchStore {
     let best: readonly number[] | null = null;
     for (const c of conjuncts) {
       const rowids =
-        c.op === 'leaf' ? (candidates.get(c.filter) as readonly number[] | undefined) : undefined;
+        c.op === 'leaf' && c.filter.kind !== 'fully_annotated'
+          ? (candidates.get(c.filter) as readonly number[] | undefined)
+          : undefined;
       if (rowids && rowids.length <= this.driveMax && (!best || rowids.length < best.length)) best = rowids;
     }
     return best;
@@ -133,9 +136,13 @@ export class SqliteSearch implements SearchStore {
 
   /** `searchPage` on this thread's connection. */
   async pageBodyHere(q: RecordSearch, page: PageFormat): Promise<Buffer> {
-    return this.withPageRowids(q, (rowids) => {
+    return this.withPageRowids(q, async (conn, rowids) => {
       const more = rowids.length > page.limit;
-      const rows = this.pageJsonRows(more ? rowids.slice(0, page.limit) : rowids, page.includeCounts);
+      const rows = await this.pageJsonRows(
+        conn,
+        more ? rowids.slice(0, page.limit) : rowids,
+        page.includeCounts,
+      );
       return pageBody(
         rows.map((r) => r.j as Uint8Array),
         rows.length ? rows[rows.length - 1].id : null,
@@ -150,14 +157,17 @@ export class SqliteSearch implements SearchStore {
    * reads come from one snapshot). The connection is held throughout (as ingestion holds it for its
    * statements on the handle); the statements run on the handle directly, prepared once.
    */
-  private withPageRowids<T>(q: RecordSearch, read: (rowids: number[]) => T): Promise<T> {
+  private withPageRowids<T>(
+    q: RecordSearch,
+    read: (conn: Kysely<DB>, rowids: number[]) => Promise<T>,
+  ): Promise<T> {
     const h = this.h;
     return this.store.db.connection().execute(async (conn) => {
       h.exec('begin');
       try {
         const candidates = await this.text.candidates(conn, q.tree, q.types);
         const compiled = this.rowidQuery(conn, q, candidates).compile();
-        return read(this.prepared(compiled.sql, true).all(compiled.parameters) as number[]);
+        return await read(conn, this.prepared(compiled.sql, true).all(compiled.parameters) as number[]);
       } finally {
         if (h.inTransaction) h.exec('commit');
       }
@@ -166,9 +176,14 @@ export class SqliteSearch implements SearchStore {
 
   /**
    * The records of `rowids` as their response JSON, in that order; rows the statement cannot render
-   * are read whole and rendered with recordJson. Runs inside the caller's read transaction.
+   * are read whole and rendered with recordJson, with their feedback (annotations, queues), read on
+   * `conn`. Runs inside the caller's read transaction.
    */
-  pageJsonRows(rowids: readonly number[], includeCounts: boolean): PageJsonRow[] {
+  async pageJsonRows(
+    conn: Kysely<DB>,
+    rowids: readonly number[],
+    includeCounts: boolean,
+  ): Promise<PageJsonRow[]> {
     if (!rowids.length) return [];
     const rows = this.prepared(pageJsonStatement(includeCounts), false).all(
       JSON.stringify(rowids),
@@ -179,7 +194,14 @@ export class SqliteSearch implements SearchStore {
         JSON.stringify(missing.map((r) => r.rid)),
       ) as (StoredRecord & { __rid: number })[];
       const byRowid = new Map(full.map((r) => [r.__rid, r]));
-      for (const r of missing) r.j = Buffer.from(recordJson(byRowid.get(r.rid)!, includeCounts));
+      const feedback = await recordFeedback(
+        conn,
+        full.map((r) => r.id),
+      );
+      for (const r of missing) {
+        const row = byRowid.get(r.rid)!;
+        r.j = Buffer.from(recordJson(row, includeCounts, feedback.get(row.id)));
+      }
     }
     return rows;
   }

@@ -240,6 +240,88 @@ export interface SignalsConfigurationsTable {
   updated_at: number;
 }
 
+/** An annotation template of a project (domain/annotations.ts). */
+export interface AnnotationTemplatesTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  type: string;
+  /** JSON: min and max (score), options and multiple (categorical). */
+  config: string;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One author's annotation of a record on a template. */
+export interface AnnotationsTable {
+  id: string;
+  project_id: string;
+  record_id: string;
+  template_id: string;
+  source: string;
+  /** The reviewer's user id, or `end_user:<external id>`. */
+  author: string;
+  user_id: string;
+  external_user_id: string | null;
+  /** JSON value as sent. */
+  value: string;
+  num_value: number | null;
+  text_value: string | null;
+  /** JSON list of strings: categorical choices and tags. */
+  items: string | null;
+  explanation: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** The aggregate of one record's annotations on one template from one source (kept on write). */
+export interface AnnotationAggregatesTable {
+  record_id: string;
+  template_id: string;
+  source: string;
+  project_id: string;
+  n: number;
+  sum: number | null;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  /** JSON object: choice or tag → annotations holding it. */
+  counts: string | null;
+  updated_at: number;
+}
+
+export interface AnnotationQueuesTable {
+  id: string;
+  project_id: string;
+  name: string;
+  description: string | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AnnotationQueueTemplatesTable {
+  queue_id: string;
+  template_id: string;
+  position: number;
+}
+
+export interface AnnotationQueueMembersTable {
+  queue_id: string;
+  user_id: string;
+  position: number;
+}
+
+export interface AnnotationQueueRecordsTable {
+  queue_id: string;
+  record_id: string;
+  project_id: string;
+  record_created_at: number;
+  added_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -263,4 +345,11 @@ export interface DB {
   integrations: IntegrationsTable;
   integration_collaborators: IntegrationCollaboratorsTable;
   signals_configurations: SignalsConfigurationsTable;
+  annotation_templates: AnnotationTemplatesTable;
+  annotations: AnnotationsTable;
+  annotation_aggregates: AnnotationAggregatesTable;
+  annotation_queues: AnnotationQueuesTable;
+  annotation_queue_templates: AnnotationQueueTemplatesTable;
+  annotation_queue_members: AnnotationQueueMembersTable;
+  annotation_queue_records: AnnotationQueueRecordsTable;
 }

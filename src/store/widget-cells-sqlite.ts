@@ -16,7 +16,7 @@ import {
   groupCounts,
   rowsOf,
 } from '../domain/cell-columns.ts';
-import { type TextCandidates, columnValue } from '../query/compile.ts';
+import type { TextCandidates } from '../query/compile.ts';
 import { sqliteSql } from '../query/sql-sqlite.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
@@ -32,7 +32,9 @@ import {
   cellStatement,
   cellWhere,
   groupExpr,
+  readValue,
   shownGroups,
+  valueReads,
 } from './widget-cells.ts';
 
 /** Parameters that mark the range bounds in a statement compiled once and run per chunk. */
@@ -215,8 +217,8 @@ export class SqliteWidgetCells implements WidgetCellsStore {
               const arrays = (stmt.get(params) as string[]).map((a) => JSON.parse(a) as (number | null)[]);
               const bucket = single ? i : (arrays.shift() as number[]);
               const groups = arrays.shift()!;
-              const metrics = q.metrics.map((_, m) => {
-                const at = byValues.read.indexOf(m);
+              const metrics = valueReads(q.metrics).map((_, r) => {
+                const at = byValues.read.indexOf(r);
                 return at < 0 ? null : numbers(arrays[at]);
               });
               if (scan) scan.add({ bucket, groups, metrics });
@@ -276,10 +278,12 @@ function valuesStatement(
   candidates?: TextCandidates,
   dictionary: readonly string[] = [],
 ) {
-  const values = q.metrics.map((m) => columnValue(m.column, m.kind, sqliteSql));
-  const read = q.metrics.flatMap((m, i) =>
-    values[i].nullable || m.needs.size > 0 || m.percentiles.size > 0 ? [i] : [],
-  );
+  const reads = valueReads(q.metrics);
+  const values = reads.map((r) => readValue(r, q.metrics, sqliteSql));
+  const read = reads.flatMap((r, i) => {
+    const m = q.metrics[r.metric];
+    return values[i].nullable || m.needs.size > 0 || m.percentiles.size > 0 ? [i] : [];
+  });
   // Text groups met often come as their place in `dictionary` (a number: cheaper to write, read
   // and look up than the text).
   const group = groupExpr(q.group!, sqliteSql);

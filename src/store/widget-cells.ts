@@ -87,13 +87,68 @@ export interface TakenCells {
 }
 
 /**
+ * A value a cell statement reads per record: read i < metrics.length is metric i's value (for an
+ * annotation metric, the number of its reviewers' annotations), the others the sum, min and max of
+ * annotation metrics' kept aggregates.
+ */
+export interface ValueRead {
+  metric: number;
+  part: 'value' | 'n' | 'sum' | 'min' | 'max';
+}
+
+const isAnnotation = (m: MetricSpec) => m.column.source.kind === 'annotation';
+
+/** The values a query reads per record (see ValueRead), in order. */
+export function valueReads(metrics: readonly MetricSpec[]): ValueRead[] {
+  const reads: ValueRead[] = metrics.map((m, metric) => ({ metric, part: isAnnotation(m) ? 'n' : 'value' }));
+  metrics.forEach((m, metric) => {
+    if (isAnnotation(m)) for (const part of ['sum', 'min', 'max'] as const) reads.push({ metric, part });
+  });
+  return reads;
+}
+
+/**
+ * A read as SQL over `records`. An annotation metric reads the record's kept aggregate of its
+ * template (reviewers' annotations), so that its widgets aggregate the annotations themselves: Count
+ * counts them, Average is the average annotation, PercentageTrue the share of up votes.
+ */
+export function readValue(read: ValueRead, metrics: readonly MetricSpec[], d: SqlDialect) {
+  const m = metrics[read.metric];
+  if (read.part === 'value') return columnValue(m.column, m.kind, d);
+  const src = m.column.source as { kind: 'annotation'; templateId: string };
+  const column = sql.ref(`ag.${read.part}`);
+  return {
+    expr: sql`(select ${column} from annotation_aggregates as ag where ag.record_id = records.id
+      and ag.template_id = ${d.text(src.templateId)} and ag.source = 'reviewer')`,
+    nullable: true,
+  };
+}
+
+/**
  * The aggregate columns of a cell, in order: the record count `n`, then per metric `<key>_n` and
- * what its widgets need; only the whole-range percentiles for `percentilesOnly`.
+ * what its widgets need; only the whole-range percentiles for `percentilesOnly`. Each column reads
+ * a ValueRead (`metric` is its index in valueReads): an annotation metric's `<key>_n` totals its
+ * annotations, and its sum and up votes (`_true`) total the aggregates' sums.
  */
 export function aggregateSpecs(metrics: readonly MetricSpec[], percentilesOnly: boolean): AggregateSpec[] {
   const specs: AggregateSpec[] = [];
   if (!percentilesOnly) specs.push({ name: 'n', op: 'n', metric: -1 });
+  const reads = valueReads(metrics);
+  const readOf = (metric: number, part: ValueRead['part']) =>
+    reads.findIndex((r) => r.metric === metric && r.part === part);
   metrics.forEach((m, metric) => {
+    if (isAnnotation(m)) {
+      if (percentilesOnly) return;
+      specs.push({ name: `${m.key}_n`, op: 'total', metric: readOf(metric, 'n') });
+      for (const op of ['sum', 'min', 'max', 'true'] as const)
+        if (m.needs.has(op))
+          specs.push({
+            name: `${m.key}_${op}`,
+            op: op === 'true' ? 'sum' : op,
+            metric: readOf(metric, op === 'true' ? 'sum' : op),
+          });
+      return;
+    }
     if (!percentilesOnly) {
       specs.push({ name: `${m.key}_n`, op: 'count', metric });
       for (const op of ['sum', 'min', 'max', 'true'] as const)
@@ -145,7 +200,7 @@ export function cellStatement(
   candidates?: TextCandidates,
 ) {
   const specs = aggregateSpecs(q.metrics, o.percentilesOnly);
-  const values = q.metrics.map((m) => columnValue(m.column, m.kind, d));
+  const values = valueReads(q.metrics).map((r) => readValue(r, q.metrics, d));
   const parts = [bucketExpr(q, o.bucket), q.group ? groupExpr(q.group, d) : sql`null`];
   for (const spec of specs) {
     const v = values[spec.metric];
@@ -159,6 +214,9 @@ export function cellStatement(
         break;
       case 'sum':
         parts.push(d.sum(x));
+        break;
+      case 'total':
+        parts.push(sql`coalesce(${d.sum(x)}, 0)`);
         break;
       case 'min':
         parts.push(sql`min(${x})`);

@@ -358,6 +358,50 @@ export const RULES: Record<string, RouteRule> = {
   'PUT /v2/projects/{project_id}/runs/{run_id}/signals/configuration': project('editor', {
     build: () => ({ body: { run_mode: 'ON_DEMAND' } }),
   }),
+
+  // --- annotations: templates (editors manage, viewers read), annotations (annotators), queues
+  // (editors manage; annotators see those they are members of, as the world's annotator is) -------
+  'GET /v2/projects/{project_id}/annotation_templates': project('viewer'),
+  'POST /v2/projects/{project_id}/annotation_templates': project('editor', {
+    build: () => ({ body: { name: uniq('template'), type: 'stars' } }),
+  }),
+  'PATCH /v2/projects/{project_id}/annotation_templates/{template_id}': project('editor', {
+    build: () => ({ body: { name: uniq('renamed') } }),
+  }),
+  'DELETE /v2/projects/{project_id}/annotation_templates/{template_id}': project('editor', {
+    destructive: true,
+  }),
+  'PUT /v2/projects/{project_id}/records/{record_id}/annotations/{template_id}': project('annotator', {
+    build: () => ({ body: { value: true, explanation: 'ok' } }),
+  }),
+  'DELETE /v2/projects/{project_id}/records/{record_id}/annotations/{template_id}': project('annotator', {
+    destructive: true,
+    build: async (c) => {
+      // The caller's own annotation to remove (the owner's for callers without a working key).
+      const { project_id, record_id, template_id } = c.w.ids;
+      const url = `/v2/projects/${project_id}/records/${record_id}/annotations/${template_id}`;
+      await c.s.call('PUT', url, { value: false }, c.caller.key ?? c.w.owner.key);
+      return { query: {} };
+    },
+  }),
+  'GET /v2/projects/{project_id}/annotation_queues': project('annotator'),
+  'POST /v2/projects/{project_id}/annotation_queues': project('editor', {
+    build: (c) => ({ body: { name: uniq('queue'), template_ids: [c.w.ids.template_id] } }),
+  }),
+  'GET /v2/projects/{project_id}/annotation_queues/{queue_id}': project('annotator'),
+  'PATCH /v2/projects/{project_id}/annotation_queues/{queue_id}': project('editor', {
+    build: () => ({ body: { name: uniq('renamed') } }),
+  }),
+  'DELETE /v2/projects/{project_id}/annotation_queues/{queue_id}': project('editor', { destructive: true }),
+  'POST /v2/projects/{project_id}/annotation_queues/{queue_id}/records': project('editor', {
+    build: (c) => ({ body: { record_ids: [c.w.ids.record_id] } }),
+  }),
+  'DELETE /v2/projects/{project_id}/annotation_queues/{queue_id}/records': project('editor', {
+    build: (c) => ({ body: { record_ids: [c.w.ids.record_id] } }),
+  }),
+  'POST /v2/projects/{project_id}/annotation_queues/{queue_id}/records/search': project('annotator', {
+    build: () => ({ body: { filters: [{ type: 'fully_annotated' }] } }),
+  }),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -579,6 +623,24 @@ for (const store of storesUnderTest()) {
         ids.trace_id = batch.traces[0].id;
         ids.span_id = batch.traces[0].spans[0].id;
         if (r.session_id && !ids.session_id) ids.session_id = r.session_id;
+      }
+      if (ids.trace_id && has('POST /v2/projects/{project_id}/annotation_templates')) {
+        // A template, the world's trace to annotate, and a queue of both with the annotator as member.
+        const t = await ok('POST', `/v2/projects/${p.id}/annotation_templates`, {
+          name: 'world',
+          type: 'thumbs',
+        });
+        ids.template_id = t.id;
+        ids.record_id = ids.trace_id;
+        const q = await ok('POST', `/v2/projects/${p.id}/annotation_queues`, {
+          name: 'world',
+          template_ids: [t.id],
+          user_ids: [people.annotator.id],
+        });
+        ids.queue_id = q.id;
+        await ok('POST', `/v2/projects/${p.id}/annotation_queues/${q.id}/records`, {
+          record_ids: [ids.trace_id],
+        });
       }
       if (has('PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends')) {
         const d = await ok('PUT', `/v2/projects/${p.id}/log_streams/${ls.id}/trends`, { name: 'world' });

@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import fc from 'fast-check';
-import { SPAN_TYPES } from '../../src/query/columns.ts';
+import type { TemplateConfig, TemplateType } from '../../src/domain/annotations.ts';
+import { SPAN_TYPES, annotationColumn } from '../../src/query/columns.ts';
 import { type EvalRecord, evaluate, sortRecords } from '../../src/query/evaluate.ts';
 import {
   type FilterTree,
@@ -504,6 +505,314 @@ for (const store of storesUnderTest()) {
       assert.ok(compared >= RUNS * 5, `compared ${compared}`);
       t.diagnostic(
         `compared ${compared} answers; ${nonEmpty} non-empty; ${narrowed} where the filters kept some records but not all`,
+      );
+    });
+  });
+}
+
+// ---- queue searches: fully_annotated and annotation columns inside random trees
+
+/** The templates every queue property run annotates on (created once per store). */
+const TEMPLATE_SPECS = [
+  { name: 'p-thumbs', type: 'thumbs' },
+  { name: 'p-stars', type: 'stars' },
+  { name: 'p-cat', type: 'categorical', options: ['a', 'b', 'c'], multiple: true },
+  { name: 'p-text', type: 'text' },
+] as const;
+const ANNOTATION_VALUES: fc.Arbitrary<unknown>[] = [
+  fc.boolean(),
+  fc.integer({ min: 1, max: 5 }),
+  fc.subarray(['a', 'b', 'c'], { minLength: 1 }),
+  fc.constantFrom('good', 'Good answer', 'bad', ''),
+];
+/** Users by position: 0 the admin, then annotators; position 3 never annotates (not a user). */
+const USERS = 4;
+
+const queueRunArb = fc.record({
+  traces: fc.array(traceArb, { minLength: 1, maxLength: 6 }),
+  /** Which records (by position) the queue holds: three in four. */
+  inQueue: fc.array(
+    fc.nat(3).map((n) => n > 0),
+    { minLength: 30, maxLength: 30 },
+  ),
+  templates: fc.subarray([0, 1, 2, 3]),
+  members: fc.subarray([0, 1, 2]),
+  annotations: fc.array(
+    fc.record({
+      record: fc.nat(29),
+      template: fc.nat(3),
+      user: fc.nat(2),
+      endUser: fc.boolean(),
+      value: fc.nat(1000),
+    }),
+    { minLength: 5, maxLength: 60 },
+  ),
+});
+
+/** `{ ref }` placeholders for annotation leaves: template by position. */
+const annotationLeafArb: fc.Arbitrary<Json> = fc.oneof(
+  fc.record({
+    tpl: fc.constant(0),
+    type: fc.constant('boolean'),
+    operator: fc.constantFrom('eq', 'ne'),
+    value: fc.boolean(),
+  }),
+  fc.record({
+    tpl: fc.constant(1),
+    type: fc.constant('number'),
+    operator: fc.constantFrom('eq', 'ne', 'gt', 'gte', 'lt', 'lte'),
+    value: fc.integer({ min: 0, max: 6 }),
+  }),
+  fc
+    .record({
+      tpl: fc.constant(2),
+      type: fc.constant('collection'),
+      operator: fc.constantFrom('contains', 'one_of', 'not_in', 'eq'),
+      value: fc.oneof(fc.constantFrom('a', 'b', 'A'), fc.subarray(['a', 'b', 'c'])),
+      case_sensitive: cs,
+    })
+    .filter((l) =>
+      l.operator === 'contains' ? typeof l.value === 'string' : l.operator === 'eq' || Array.isArray(l.value),
+    ),
+  fc.record({
+    tpl: fc.constant(3),
+    type: fc.constant('text'),
+    operator: fc.constantFrom('eq', 'ne', 'contains'),
+    value: fc.constantFrom('good', 'GOOD', 'answer', ''),
+    case_sensitive: cs,
+  }),
+);
+const fullyAnnotatedArb: fc.Arbitrary<Json> = fc.oneof(
+  fc.constant({ type: 'fully_annotated' }),
+  fc.constant({ type: 'fully_annotated', user_ids: null }),
+  fc.record({ type: fc.constant('fully_annotated'), users: fc.subarray([0, 1, 2, 3], { minLength: 1 }) }),
+);
+const queueLeafArb: fc.Arbitrary<Json> = fc.oneof(
+  { weight: 3, arbitrary: fullyAnnotatedArb },
+  { weight: 3, arbitrary: annotationLeafArb },
+  { weight: 2, arbitrary: leafArb },
+);
+const queueTreeArb: fc.Arbitrary<Json> = fc.letrec<{ node: Json }>((tie) => ({
+  node: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    { weight: 3, arbitrary: queueLeafArb.map((filter) => ({ filter })) },
+    { weight: 1, arbitrary: fc.array(tie('node'), { maxLength: 3 }).map((and) => ({ and })) },
+    { weight: 1, arbitrary: fc.array(tie('node'), { maxLength: 3 }).map((or) => ({ or })) },
+    { weight: 1, arbitrary: tie('node').map((not) => ({ not })) },
+  ),
+})).node;
+const queueQueryArb = fc.record({
+  filters: fc.option(fc.array(queueLeafArb, { maxLength: 2 }), { nil: undefined }),
+  filter_tree: fc.option(queueTreeArb, { nil: undefined }),
+  sort: fc.option(
+    fc.record({
+      name: fc.constantFrom('created_at', 'name', 'metrics/duration_ns', '@0', '@1'),
+      ascending: fc.boolean(),
+    }),
+    { nil: undefined },
+  ),
+  starting_token: fc.constantFrom(0, 0, 0, 1, 3),
+  limit: fc.constantFrom(100, 100, 1, 2, 5),
+});
+
+for (const store of storesUnderTest()) {
+  describe(`queue search property [${store}]`, () => {
+    let s: TestServer;
+    let projectId: string;
+    let templates: { id: string; name: string; type: TemplateType; config: TemplateConfig }[];
+    /** Users by position: keys (null: not a user) and ids. */
+    let users: { id: string; key: string | null }[];
+    before(async () => {
+      s = await startTestServer(store);
+      const p = await s.call('POST', '/v2/projects', { name: `qprop-${Date.now()}` });
+      projectId = p.body.id;
+      const seed = await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: 'seed' });
+      await ingestTraces(s, projectId, seed.body.id, [{ name: 'seed', metrics: { latency: 1, 'a/b': 1 } }]);
+      templates = [];
+      for (const spec of TEMPLATE_SPECS) {
+        const r = await s.call('POST', `/v2/projects/${projectId}/annotation_templates`, spec);
+        assert.equal(r.status, 200, r.text);
+        templates.push({
+          id: r.body.id,
+          name: r.body.name,
+          type: r.body.type,
+          config: spec as TemplateConfig,
+        });
+      }
+      users = [{ id: s.adminId, key: s.adminKey }];
+      for (let i = 1; i < USERS - 1; i++) {
+        const u = await s.user();
+        // Editors: they also send end users' feedback.
+        await s.call('POST', `/v2/projects/${projectId}/collaborators`, { user_id: u.id, role: 'editor' });
+        users.push({ id: u.id, key: u.key });
+      }
+      users.push({ id: crypto.randomUUID(), key: null });
+    });
+    after(() => s.close());
+
+    test('queue searches equal the evaluator, fully_annotated and annotation columns included', async (t) => {
+      const st = s.running.services.store;
+      const columns = new Map(templates.map((tpl) => [`annotation/${tpl.id}`, annotationColumn(tpl)]));
+      let compared = 0;
+      let nonEmpty = 0;
+      let narrowed = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          queueRunArb,
+          fc.array(queueQueryArb, { minLength: 5, maxLength: 15 }),
+          async (run, queries) => {
+            const ls = await s.call('POST', `/v2/projects/${projectId}/log_streams`, {
+              name: `qrun-${++runCounter}-${Math.random()}`,
+            });
+            const logStreamId = ls.body.id as string;
+            await ingestTraces(
+              s,
+              projectId,
+              logStreamId,
+              run.traces.map(({ session: _session, ...trace }) => trace),
+            );
+            const all = await st.db
+              .selectFrom('records')
+              .selectAll()
+              .where('run_id', '=', logStreamId)
+              .orderBy('id')
+              .execute();
+            const queued = all.filter((_, i) => run.inQueue[i % run.inQueue.length]);
+            const queue = await s.call('POST', `/v2/projects/${projectId}/annotation_queues`, {
+              name: 'q',
+              template_ids: run.templates.map((i) => templates[i].id),
+              user_ids: run.members.map((i) => users[i].id),
+            });
+            assert.equal(queue.status, 200, queue.text);
+            const queueId = queue.body.id as string;
+            if (queued.length) {
+              const r = await s.call(
+                'POST',
+                `/v2/projects/${projectId}/annotation_queues/${queueId}/records`,
+                {
+                  record_ids: queued.map((r) => r.id),
+                },
+              );
+              assert.equal(r.status, 200, r.text);
+            }
+            // Annotations on any record of the run (in the queue or not), by reviewers and end users.
+            for (const a of run.annotations) {
+              const rec = all[a.record % all.length];
+              const tpl = templates[a.template];
+              const value = fc.sample(ANNOTATION_VALUES[a.template], { numRuns: 1, seed: a.value })[0];
+              const body = a.endUser
+                ? { value, source: 'end_user', external_user_id: `eu-${a.user}` }
+                : { value };
+              const r = await s.call(
+                'PUT',
+                `/v2/projects/${projectId}/records/${rec.id}/annotations/${tpl.id}`,
+                body,
+                users[a.user].key!,
+              );
+              assert.equal(r.status, 200, r.text);
+            }
+            const annotations = await st.db
+              .selectFrom('annotations')
+              .selectAll()
+              .where(
+                'record_id',
+                'in',
+                all.map((r) => r.id),
+              )
+              .execute();
+            const rows = queued.map((row) => ({
+              ...toEval(row as any),
+              annotations: annotations
+                .filter((a) => a.record_id === row.id)
+                .map((a) => ({
+                  ...a,
+                  num_value: a.num_value === null ? null : Number(a.num_value),
+                  items: parseJson<string[]>(a.items),
+                })),
+            }));
+            const ids = all.map((r) => r.id);
+            const resolve = (node: unknown): unknown => {
+              if (Array.isArray(node)) return node.map(resolve);
+              if (node === null || typeof node !== 'object') return node;
+              const o = node as Json;
+              if ('tpl' in o) {
+                const { tpl, ...rest } = o;
+                return { ...rest, column_id: `annotation/${templates[tpl as number].id}` };
+              }
+              if ('users' in o) {
+                const { users: at, ...rest } = o;
+                return { ...rest, user_ids: (at as number[]).map((i) => users[i].id) };
+              }
+              return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, resolve(v)]));
+            };
+            const ctx = {
+              annotations: columns,
+              queue: {
+                templateIds: run.templates.map((i) => templates[i].id),
+                memberIds: run.members.map((i) => users[i].id),
+              },
+            };
+            for (const q of queries) {
+              const body: Json = { starting_token: q.starting_token, limit: q.limit };
+              if (q.filters) body.filters = resolve(resolveIds(q.filters, ids));
+              if (q.filter_tree) body.filter_tree = resolve(resolveIds(q.filter_tree, ids));
+              if (q.sort)
+                body.sort = {
+                  ...q.sort,
+                  name: q.sort.name.startsWith('@')
+                    ? `annotation/${templates[Number(q.sort.name.slice(1))].id}`
+                    : q.sort.name,
+                };
+              const res = await s.call(
+                'POST',
+                `/v2/projects/${projectId}/annotation_queues/${queueId}/records/search`,
+                body,
+              );
+              const fail = (why: string, extra: Json = {}) => {
+                throw new Error(
+                  `${why}\nrecords: ${JSON.stringify(rows.map(brief))}\nqueue: ${JSON.stringify(ctx.queue)}\n` +
+                    `POST queue search ${JSON.stringify(body)}\n→ ${res.status} ${res.text.slice(0, 2000)}\n${JSON.stringify(extra)}`,
+                );
+              };
+              if (res.status !== 200) fail('search did not answer 200');
+              let tree: FilterTree | null;
+              try {
+                tree = andTrees(
+                  body.filters ? validateFilterList(body.filters, ['body', 'filters'], ctx) : null,
+                  body.filter_tree
+                    ? validateFilterTree(body.filter_tree, ['body', 'filter_tree'], ctx)
+                    : null,
+                );
+              } catch (err) {
+                return fail(`the evaluator could not read the request: ${(err as Error).message}`);
+              }
+              const sort = validateSort(body.sort, ['body', 'sort'], ctx);
+              const matching = sortRecords(
+                rows.filter((r) => evaluate(tree, r)),
+                sort,
+              );
+              const expected = matching.slice(q.starting_token, q.starting_token + q.limit).map((r) => r.id);
+              const actual = res.body.records.map((r: any) => r.id);
+              if (JSON.stringify(actual) !== JSON.stringify(expected))
+                fail('ids differ', { expected, actual, all_matching: matching.map((r) => r.id) });
+              compared++;
+              if (expected.length) nonEmpty++;
+              if (matching.length > 0 && matching.length < rows.length) narrowed++;
+            }
+          },
+        ),
+        {
+          numRuns: Math.max(10, Math.round(RUNS / 5)),
+          includeErrorInReport: true,
+          interruptAfterTimeLimit: 180_000,
+          ...(process.env.SPANBASE_PROPERTY_SEED
+            ? { seed: Number(process.env.SPANBASE_PROPERTY_SEED), path: process.env.SPANBASE_PROPERTY_PATH }
+            : {}),
+        },
+      );
+      assert.ok(compared >= 30, `compared ${compared}`);
+      t.diagnostic(
+        `queue searches: compared ${compared} answers; ${nonEmpty} non-empty; ${narrowed} where the filters kept some records but not all`,
       );
     });
   });

@@ -6,7 +6,7 @@ import { type EvalRecord, evaluate, sortRecords } from '../../src/query/evaluate
 import {
   MAX_DEPTH,
   andTrees,
-  leavesOf,
+  columnLeaves,
   unknownMetricFaults,
   validateFilterList,
   validateFilterTree,
@@ -100,7 +100,7 @@ describe('filter validation', () => {
       ],
       ['body', 'filters'],
     );
-    const leaves = leavesOf(tree).map((l) => [l.filter.kind, l.filter.operator]);
+    const leaves = columnLeaves(tree).map((l) => [l.filter.kind, l.filter.operator]);
     assert.deepEqual(leaves, [
       ['id', 'eq'],
       ['boolean', 'eq'],

@@ -196,11 +196,11 @@ function put(r: RecordRow): { rowid: number; stored: StoredRecord } {
   return { rowid, stored: readRow.get(rowid) as StoredRecord };
 }
 
-test('the statement renders a record exactly as recordToApi and the response schema do', () => {
+test('the statement renders a record exactly as recordToApi and the response schema do', async () => {
   let bySql = 0;
   let total = 0;
-  fc.assert(
-    fc.property(row, fc.boolean(), (r, counts) => {
+  await fc.assert(
+    fc.asyncProperty(row, fc.boolean(), async (r, counts) => {
       const { rowid, stored } = put(r);
       const expected = recordJson(stored, counts);
       keepsEveryKey(stored, expected);
@@ -217,7 +217,7 @@ test('the statement renders a record exactly as recordToApi and the response sch
         assert.equal(got.j.toString('utf8'), expected);
       }
       // With the rows left to JavaScript: the page's records are always exactly these.
-      const [page] = repo.pageJsonRows([rowid], counts);
+      const [page] = await repo.pageJsonRows(store.db, [rowid], counts);
       assert.equal(Buffer.from(page.j!).toString('utf8'), expected);
     }),
     { numRuns: 1500 },
@@ -226,7 +226,7 @@ test('the statement renders a record exactly as recordToApi and the response sch
   assert.ok(bySql > total / 5, `${bySql} of ${total} rendered by SQL`);
 });
 
-test('rows the statement cannot render exactly are left to JavaScript', () => {
+test('rows the statement cannot render exactly are left to JavaScript', async () => {
   const base: RecordRow = {
     id: '',
     project_id: '00000000-0000-4000-8000-00000000000a',
@@ -259,23 +259,23 @@ test('rows the statement cannot render exactly are left to JavaScript', () => {
     input_text: 'hi',
     output_text: null,
   };
-  const sqlRenders = (r: RecordRow) => {
+  const sqlRenders = async (r: RecordRow) => {
     const { rowid, stored } = put(r);
     const got = rendered(true).get(JSON.stringify([rowid])) as { j: Buffer | null };
-    const [page] = repo.pageJsonRows([rowid], true);
+    const [page] = await repo.pageJsonRows(store.db, [rowid], true);
     const expected = recordJson(stored, true);
     keepsEveryKey(stored, expected);
     assert.equal(Buffer.from(page.j!).toString('utf8'), expected);
     if (got.j !== null) assert.equal(got.j.toString('utf8'), expected);
     return got.j !== null;
   };
-  assert.equal(sqlRenders(base), true);
+  assert.equal(await sqlRenders(base), true);
   // Keys that hold a line terminator or name a property of Object.prototype are the statement's.
   for (const r of [
     { metrics: '{"__proto__":1,"constructor":2,"toString":3,"a\\nb":4}' },
     { user_metadata: '{"a\\nb":"x","__proto__":"y","valueOf":1}', dataset_metadata: '{"\u2028":true}' },
   ] as Partial<RecordRow>[]) {
-    assert.equal(sqlRenders({ ...base, ...r }), true, JSON.stringify(r));
+    assert.equal(await sqlRenders({ ...base, ...r }), true, JSON.stringify(r));
   }
   const io = encodeIo([{ role: 'user', content: 'hello' }]);
   for (const r of [
@@ -294,7 +294,7 @@ test('rows the statement cannot render exactly are left to JavaScript', () => {
       assert.equal((rendered(true).get(JSON.stringify([rowid])) as { j: Buffer | null }).j, null);
       continue;
     }
-    assert.equal(sqlRenders({ ...base, ...r }), false, JSON.stringify(r));
+    assert.equal(await sqlRenders({ ...base, ...r }), false, JSON.stringify(r));
   }
 });
 

@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import annotationRoutes from './annotations.ts';
 import compatRoutes from './compat.ts';
 import dashboardRoutes from './dashboards.ts';
 import docsRoutes from './docs.ts';
@@ -29,6 +30,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     modelPriceRoutes,
     integrationRoutes,
     signalsRoutes,
+    annotationRoutes,
     otelRoutes,
     compatRoutes,
     docsRoutes,

@@ -9,6 +9,7 @@ import * as pageSize from './007_page_size.ts';
 import * as pgTextQueue from './008_pg_text_queue.ts';
 import * as caseFold from './009_case_fold.ts';
 import * as costs from './010_costs.ts';
+import * as annotations from './012_annotations.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '008_pg_text_queue': pgTextQueue,
   '009_case_fold': caseFold,
   '010_costs': costs,
+  '012_annotations': annotations,
 };

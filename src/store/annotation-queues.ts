@@ -1,0 +1,167 @@
+/**
+ * Annotation queues: their templates and members (in the order given) and their records, added by
+ * id or as every record a search finds.
+ */
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from '../query/compile.ts';
+import { type RecordSearch, matchQuery } from './search-query.ts';
+import type { AnnotationQueuesTable, DB } from './tables.ts';
+
+export type QueueRow = AnnotationQueuesTable;
+
+/** A queue with its templates, members and how many records it holds. */
+export interface QueueView extends QueueRow {
+  template_ids: string[];
+  user_ids: string[];
+  num_records: number;
+}
+
+export class AnnotationQueuesRepo {
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
+
+  /** The queues of a project (only those `memberId` is a member of, when given), oldest first. */
+  async list(projectId: string, memberId: string | null): Promise<QueueView[]> {
+    let q = this.db.selectFrom('annotation_queues').selectAll().where('project_id', '=', projectId);
+    if (memberId)
+      q = q.where('id', 'in', (eb) =>
+        eb.selectFrom('annotation_queue_members').select('queue_id').where('user_id', '=', memberId),
+      );
+    const rows = await q.orderBy('created_at', 'asc').orderBy('id', 'asc').execute();
+    return this.views(rows);
+  }
+
+  async byId(projectId: string, id: string): Promise<QueueView | undefined> {
+    const row = await this.db
+      .selectFrom('annotation_queues')
+      .selectAll()
+      .where('project_id', '=', projectId)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    return row && (await this.views([row]))[0];
+  }
+
+  private async views(rows: QueueRow[]): Promise<QueueView[]> {
+    if (!rows.length) return [];
+    const ids = rows.map((r) => r.id);
+    const [templates, members, counts] = await Promise.all([
+      this.db
+        .selectFrom('annotation_queue_templates')
+        .select(['queue_id', 'template_id'])
+        .where('queue_id', 'in', ids)
+        .orderBy('position')
+        .execute(),
+      this.db
+        .selectFrom('annotation_queue_members')
+        .select(['queue_id', 'user_id'])
+        .where('queue_id', 'in', ids)
+        .orderBy('position')
+        .execute(),
+      this.db
+        .selectFrom('annotation_queue_records')
+        .select(['queue_id', sql<number>`count(*)`.as('n')])
+        .where('queue_id', 'in', ids)
+        .groupBy('queue_id')
+        .execute(),
+    ]);
+    return rows.map((r) => ({
+      ...r,
+      template_ids: templates.filter((t) => t.queue_id === r.id).map((t) => t.template_id),
+      user_ids: members.filter((m) => m.queue_id === r.id).map((m) => m.user_id),
+      num_records: Number(counts.find((c) => c.queue_id === r.id)?.n ?? 0),
+    }));
+  }
+
+  /** Inserts a queue, or replaces its fields and lists (those given), in one transaction. */
+  async save(
+    row: QueueRow,
+    lists: { templateIds?: string[]; userIds?: string[] },
+    isNew: boolean,
+  ): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      if (isNew) await tx.insertInto('annotation_queues').values(row).execute();
+      else {
+        const { id, project_id, created_at, created_by, ...fields } = row;
+        await tx.updateTable('annotation_queues').set(fields).where('id', '=', id).execute();
+      }
+      if (lists.templateIds) {
+        await tx.deleteFrom('annotation_queue_templates').where('queue_id', '=', row.id).execute();
+        if (lists.templateIds.length)
+          await tx
+            .insertInto('annotation_queue_templates')
+            .values(lists.templateIds.map((t, position) => ({ queue_id: row.id, template_id: t, position })))
+            .execute();
+      }
+      if (lists.userIds) {
+        await tx.deleteFrom('annotation_queue_members').where('queue_id', '=', row.id).execute();
+        if (lists.userIds.length)
+          await tx
+            .insertInto('annotation_queue_members')
+            .values(lists.userIds.map((u, position) => ({ queue_id: row.id, user_id: u, position })))
+            .execute();
+      }
+    });
+  }
+
+  async delete(id: string): Promise<void> {
+    await this.db.deleteFrom('annotation_queues').where('id', '=', id).execute();
+  }
+
+  /** Adds the project's records among `recordIds` (others are ignored); how many were new. */
+  async addRecords(queueId: string, projectId: string, recordIds: string[], now: number): Promise<number> {
+    if (!recordIds.length) return 0;
+    const select = this.db
+      .selectFrom('records')
+      .select([
+        sql<string>`cast(${queueId} as text)`.as('queue_id'),
+        'records.id as record_id',
+        'records.project_id as project_id',
+        'records.created_at as record_created_at',
+        sql<number>`cast(${now} as bigint)`.as('added_at'),
+      ])
+      .where('records.project_id', '=', projectId)
+      .where('records.id', 'in', recordIds);
+    return this.insertSelect(select);
+  }
+
+  /** Adds every record a search finds (scope, types and filters; no page); how many were new. */
+  async addMatching(queueId: string, q: RecordSearch, now: number): Promise<number> {
+    const select = matchQuery(
+      this.db
+        .selectFrom('records')
+        .select([
+          sql<string>`cast(${queueId} as text)`.as('queue_id'),
+          'records.id as record_id',
+          'records.project_id as project_id',
+          'records.created_at as record_created_at',
+          sql<number>`cast(${now} as bigint)`.as('added_at'),
+        ]),
+      q,
+      { dialect: this.dialect },
+    );
+    return this.insertSelect(select);
+  }
+
+  private async insertSelect(select: any): Promise<number> {
+    const res = await this.db
+      .insertInto('annotation_queue_records')
+      .columns(['queue_id', 'record_id', 'project_id', 'record_created_at', 'added_at'])
+      .expression(select)
+      .onConflict((oc) => oc.columns(['queue_id', 'record_id']).doNothing())
+      .executeTakeFirst();
+    return Number(res.numInsertedOrUpdatedRows ?? 0);
+  }
+
+  /** Removes records from a queue; how many were in it. */
+  async removeRecords(queueId: string, recordIds: string[]): Promise<number> {
+    if (!recordIds.length) return 0;
+    const res = await this.db
+      .deleteFrom('annotation_queue_records')
+      .where('queue_id', '=', queueId)
+      .where('record_id', 'in', recordIds)
+      .executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+}
