@@ -26,6 +26,7 @@ export default async function modelPriceRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
+        summary: 'Create a model price of the project (it beats the catalogue)',
         params: ProjectParams,
         body: CreateModelPrice,
         response: withErrors({ 200: ModelPrice }),
@@ -35,7 +36,14 @@ export default async function modelPriceRoutes(app: FastifyInstance) {
   );
   app.get<{ Params: P }>(
     '/v2/projects/:project_id/model_prices',
-    { schema: { tags, params: ProjectParams, response: withErrors({ 200: ModelPriceList }) } },
+    {
+      schema: {
+        tags,
+        summary: "List the project's model prices and the shipped catalogue's, each with its source",
+        params: ProjectParams,
+        response: withErrors({ 200: ModelPriceList }),
+      },
+    },
     async (req) => prices.list(req.caller, req.params.project_id),
   );
   app.patch<{ Params: PP; Body: ModelPriceBody }>(
@@ -43,6 +51,7 @@ export default async function modelPriceRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
+        summary: 'Change a model price of the project (fields left out keep their value)',
         params: ModelPriceParams,
         body: UpdateModelPrice,
         response: withErrors({ 200: ModelPrice }),
@@ -55,6 +64,7 @@ export default async function modelPriceRoutes(app: FastifyInstance) {
     {
       schema: {
         tags,
+        summary: 'Delete a model price of the project',
         params: ModelPriceParams,
         response: withErrors({ 200: Type.Object({ message: Type.String() }) }),
       },
