@@ -2,6 +2,10 @@ import type { Config } from '../config.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
+import { leasesOf } from '../store/leases.ts';
+import { RecordDeletes } from '../store/record-deletes.ts';
+import { RecordSelection } from '../store/record-selection.ts';
+import { RetentionRepo } from '../store/retention.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
@@ -18,9 +22,13 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { Metrics } from './metrics.ts';
+import { RecordLifecycleService } from './record-lifecycle.ts';
 import { OtelService } from './otel.ts';
 import { ProjectsService } from './projects.ts';
 import { RecordsService } from './records.ts';
+import { ReadinessService } from './readiness.ts';
+import { RetentionService } from './retention.ts';
 import { RunsService } from './runs.ts';
 import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
@@ -45,6 +53,10 @@ export interface Services {
   insights: InsightsService;
   integrations: IntegrationsService;
   signals: SignalsService;
+  metrics: Metrics;
+  lifecycle: RecordLifecycleService;
+  retention: RetentionService;
+  readiness: ReadinessService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -55,7 +67,27 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
   const search = new SearchService(read.search, read.catalogue, projects, runs, read.textIndexer);
-  const ingest = new IngestService(projects, new RunsRepo(store.db, store.dialect), ingestStore(store));
+  const metrics = new Metrics(store, () => read.textIndexer.pending());
+  const ingest = new IngestService(
+    projects,
+    new RunsRepo(store.db, store.dialect),
+    metrics.countIngest(ingestStore(store)),
+  );
+  const deletes = new RecordDeletes(store);
+  const lifecycle = new RecordLifecycleService(
+    search,
+    projects,
+    new RecordSelection(store, read.search),
+    deletes,
+    metrics,
+  );
+  const retention = new RetentionService(
+    new RetentionRepo(store.db),
+    deletes,
+    leasesOf(store.db),
+    metrics,
+    config.retentionIntervalMs,
+  );
   const records = new RecordsService(projects, new RecordsRepo(store.db));
   const otel = new OtelService(projects, runs, ingest);
   const dashboardsRepo = new DashboardsRepo(store.db, store.dialect);
@@ -94,5 +126,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     insights,
     integrations,
     signals,
+    metrics,
+    lifecycle,
+    retention,
+    readiness: new ReadinessService(store),
   };
 }

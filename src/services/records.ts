@@ -17,6 +17,25 @@ function order(a: StoredRecord, b: StoredRecord): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
+/**
+ * A trace as the API reads it back: with `spans`, each span with its own `spans`, in display order
+ * (a span whose parent is missing hangs under the trace). `rows` may hold the trace itself.
+ */
+export function traceTree(trace: StoredRecord, rows: readonly StoredRecord[]): Api {
+  const spans = rows.filter((r) => r.id !== trace.id).sort(order);
+  const api = new Map<string, Api>();
+  const root = recordToApi(trace, { includeCounts: true });
+  root.spans = [];
+  api.set(trace.id, root);
+  for (const r of spans) {
+    const a = recordToApi(r, { includeCounts: true });
+    a.spans = [];
+    api.set(r.id, a);
+  }
+  for (const r of spans) (api.get(r.parent_id ?? trace.id) ?? root).spans.push(api.get(r.id));
+  return root;
+}
+
 /** Read-back of single records: a trace with its span tree, a span, a session with its traces. */
 export class RecordsService {
   constructor(
@@ -29,19 +48,7 @@ export class RecordsService {
     const rows = await this.records.traceRecords(projectId, traceId);
     const trace = rows.find((r) => r.id === traceId && r.type === 'trace');
     if (!trace) throw notFound('Trace');
-    rows.sort(order);
-    const api = new Map<string, Api>();
-    for (const r of rows) {
-      const a = recordToApi(r, { includeCounts: true });
-      a.spans = [];
-      api.set(r.id, a);
-    }
-    for (const r of rows) {
-      if (r.id === traceId) continue;
-      const parent = api.get(r.parent_id ?? traceId) ?? api.get(traceId);
-      parent?.spans.push(api.get(r.id));
-    }
-    return api.get(traceId) as Api;
+    return traceTree(trace, rows);
   }
 
   async span(caller: Caller, projectId: string, spanId: string): Promise<Api> {

@@ -217,13 +217,27 @@ export class SearchService {
   }
 
   /**
+   * What a search body selects, checked as a search checks it: the caller may see the project and the
+   * run, the filters and sort are valid and name known columns. Counts, deletes and exports select
+   * through this, so they take exactly the records a search with the same body finds.
+   */
+  async selection(
+    caller: Caller,
+    projectId: string,
+    body: SearchBody,
+  ): Promise<{ runId: string | null; parsed: ParsedSearch }> {
+    const runId = await this.access(caller, projectId, body);
+    const parsed = parseSearchBody(body);
+    await this.checkMetrics(projectId, parsed.tree, parsed.sort);
+    return { runId, parsed };
+  }
+
+  /**
    * One page of a search as the response body, JSON (domain/record-json.ts): records decoded and
    * serialized through the route's response schema, on the reader thread that read them (SQLite).
    */
   async search(caller: Caller, projectId: string, target: SearchTarget, body: SearchBody): Promise<Buffer> {
-    const runId = await this.access(caller, projectId, body);
-    const parsed = parseSearchBody(body);
-    await this.checkMetrics(projectId, parsed.tree, parsed.sort);
+    const { runId, parsed } = await this.selection(caller, projectId, body);
     return this.repo.searchPage(
       {
         projectId,

@@ -5,6 +5,8 @@ import docsRoutes from './docs.ts';
 import healthRoutes from './health.ts';
 import insightRoutes from './insights.ts';
 import integrationRoutes from './integrations.ts';
+import lifecycleRoutes from './lifecycle.ts';
+import operationsRoutes from './operations.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
@@ -18,11 +20,13 @@ import userRoutes from './users.ts';
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   for (const plugin of [
     healthRoutes,
+    operationsRoutes,
     userRoutes,
     projectRoutes,
     runRoutes,
     recordRoutes,
     searchRoutes,
+    lifecycleRoutes,
     dashboardRoutes,
     insightRoutes,
     integrationRoutes,
