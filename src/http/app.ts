@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
 import type { Services } from '../services/index.ts';
 import { installAuth } from './auth.ts';
 import { installErrorHandling } from './errors.ts';
@@ -52,7 +52,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
     trustProxy: false,
     // One line per request, with its id (http/request-log.ts), instead of Fastify's two.
     genReqId: requestId,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     // Long path parameters reach validation (422) instead of the router's 414.
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
     // Faults the router answers before any route (bad percent-encoding, a parameter longer than
