@@ -76,7 +76,7 @@ export class RecordSelection {
    * when `nest` says so, from one snapshot. The read stops when the consumer stops asking (return()),
    * which closes its connection. Memory holds one chunk.
    */
-  async *stream(s: Selection, nest: 'session' | 'trace' | null, chunk = 200): AsyncGenerator<ExportItem[]> {
+  async *stream(s: Selection, nest: 'session' | 'trace' | null, chunk = 64): AsyncGenerator<ExportItem[]> {
     const compiled = this.query(this.store.db, s).compile();
     if (this.store.dialect === 'postgres') {
       yield* this.streamPg(compiled.sql, compiled.parameters as unknown[], nest, chunk);
@@ -101,6 +101,12 @@ export class RecordSelection {
     const side = openSqlite(file);
     const r = roots.sqlite!;
     const c = side.sqlite!;
+    // Each row is read once: a small page cache and no memory map keep the server's memory flat
+    // however much is exported.
+    for (const h of [r, c]) {
+      h.pragma('cache_size = -2048');
+      h.pragma('mmap_size = 0');
+    }
     const it = r.prepare(text).iterate(params) as IterableIterator<StoredRecord>;
     c.exec('begin');
     const tracesOf = c.prepare(
