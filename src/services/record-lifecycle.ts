@@ -127,7 +127,8 @@ export class RecordLifecycleService {
         if (opts.format === 'csv') yield csvHeader(opts);
         for await (const items of source) {
           yield exportChunk(items, opts);
-          if (stopping.aborted) return;
+          // Cut short with an error, not a clean end: the client must not take a part for the whole.
+          if (stopping.aborted) throw new HttpError(503, 'The server is shutting down');
         }
       } finally {
         await source.return(undefined);

@@ -558,5 +558,46 @@ for (const store of storesUnderTest()) {
         /^[0-9a-f-]{36},llm,"\[{""role"":""user"",""content"":""llm question \d+""}\]",\d+$/,
       );
     });
+
+    test('export: a client that goes away stops the read', async () => {
+      const pl = await place(s, 'export-abort');
+      // 16,000 spans (about 20 MB of JSON lines): more than socket buffers hold.
+      await ingest(pl, body(pl.ls, dataset(100, 40)));
+      const selection = (s.running.services.lifecycle as any).selection;
+      const original = selection.stream;
+      let pulled = 0;
+      let finished = false;
+      selection.stream = async function* (...args: unknown[]) {
+        try {
+          for await (const chunk of original.apply(selection, args)) {
+            pulled++;
+            yield chunk;
+          }
+        } finally {
+          finished = true;
+        }
+      };
+      const address = await s.running.app.listen({ port: 0, host: '127.0.0.1' });
+      try {
+        const ac = new AbortController();
+        const res = await fetch(`${address}/v2/projects/${pl.project}/export_records`, {
+          method: 'POST',
+          headers: { 'service-api-key': s.adminKey, 'content-type': 'application/json' },
+          body: JSON.stringify({ log_stream_id: pl.ls, root_type: 'span', export_format: 'jsonl' }),
+          signal: ac.signal,
+        });
+        assert.equal(res.status, 200);
+        const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+        await reader.read();
+        ac.abort();
+        const end = Date.now() + 5000;
+        while (!finished && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+        assert.ok(finished, 'the read ended');
+        // 16,000 spans are 250 chunks of 64: the read stopped long before.
+        assert.ok(pulled < 125, `${pulled} chunks read`);
+      } finally {
+        selection.stream = original;
+      }
+    });
   });
 }
