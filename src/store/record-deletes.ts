@@ -478,11 +478,14 @@ export class RecordDeletes {
         .limit(1);
     const found = (rows: Row[]) => (rows.length ? Number(rows[0].created_at) : null);
     const first = needFirst ? found(yield seen('asc').compile()) : Number(entry.first_seen);
-    if (first === null) {
+    // The catalogue may be wider than the records (a write that dropped a key leaves its entry), so
+    // either bound may find no record left: the entry goes.
+    const last =
+      first === null ? null : needLast ? found(yield seen('desc').compile()) : Number(entry.last_seen);
+    if (first === null || last === null) {
       yield key(this.db.deleteFrom('column_catalogue')).compile();
       return;
     }
-    const last = needLast ? (found(yield seen('desc').compile()) as number) : Number(entry.last_seen);
     yield key(this.db.updateTable('column_catalogue').set({ first_seen: first, last_seen: last })).compile();
   }
 

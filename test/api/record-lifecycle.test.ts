@@ -419,6 +419,32 @@ for (const store of storesUnderTest()) {
       }));
     });
 
+    test('a catalogue entry wider than the records left (a key dropped by a PATCH) goes', async () => {
+      const pl = await place(s, 'stale-catalogue');
+      const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
+      await ingest(pl, {
+        log_stream_id: pl.ls,
+        traces: [
+          { id: a, name: 'a', input: 'i', output: 'o', created_at: at(1), user_metadata: { k: 'x' } },
+          { id: b, name: 'b', input: 'i', output: 'o', created_at: at(2), user_metadata: { k: 'y' } },
+        ],
+      });
+      const patched = await s.call('PATCH', `/v2/projects/${pl.project}/traces/${a}`, {
+        log_stream_id: pl.ls,
+        user_metadata: {},
+      });
+      assert.equal(patched.status, 200, patched.text);
+      const r = await s.call('POST', `/v2/projects/${pl.project}/traces/delete`, {
+        log_stream_id: pl.ls,
+        filters: [{ column_id: 'id', operator: 'eq', value: b }],
+      });
+      assert.equal(r.status, 200, r.text);
+      const columns = await s.call('POST', `/v2/projects/${pl.project}/traces/available_columns`, {
+        log_stream_id: pl.ls,
+      });
+      assert.ok(!columns.body.columns.some((c: any) => c.id === 'user_metadata/k'));
+    });
+
     test('a delete needs a run and the editor role; nothing is deleted otherwise', async () => {
       const pl = await place(s, 'needs-run');
       await ingest(pl, body(pl.ls, dataset(2, 2)));
