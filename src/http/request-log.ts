@@ -1,7 +1,7 @@
 /**
  * One log line per request, when its answer has gone: the request id (also answered in the
  * `x-request-id` header), method, route pattern and path (never the query string, where a client
- * might have put a credential), status, time, and the user and project ids when known. The same
+ * might have put a credential), status (`statusCode`), time in ms (`responseTime`), and the user and project ids when known. The same
  * figures feed the request metrics.
  */
 import { randomUUID } from 'node:crypto';
@@ -30,8 +30,8 @@ export function installRequestLog(app: FastifyInstance): void {
         method: req.method,
         route,
         path,
-        status,
-        ms: Math.round(ms * 100) / 100,
+        statusCode: status,
+        responseTime: Math.round(ms * 100) / 100,
         ...(req.caller ? { user_id: req.caller.id } : {}),
         ...(projectId ? { project_id: projectId } : {}),
       },

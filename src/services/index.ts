@@ -6,6 +6,7 @@ import { leasesOf } from '../store/leases.ts';
 import { RecordDeletes } from '../store/record-deletes.ts';
 import { RecordSelection } from '../store/record-selection.ts';
 import { RetentionRepo } from '../store/retention.ts';
+import { TEXT_INDEX_JOB } from '../store/search-text-pg.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
@@ -28,7 +29,7 @@ import { OtelService } from './otel.ts';
 import { ProjectsService } from './projects.ts';
 import { RecordsService } from './records.ts';
 import { ReadinessService } from './readiness.ts';
-import { RetentionService } from './retention.ts';
+import { RETENTION_JOB, RetentionService } from './retention.ts';
 import { RunsService } from './runs.ts';
 import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
@@ -67,7 +68,10 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
   const search = new SearchService(read.search, read.catalogue, projects, runs, read.textIndexer);
-  const metrics = new Metrics(store, () => read.textIndexer.pending());
+  const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
+    RETENTION_JOB,
+    ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB] : []),
+  ]);
   const ingest = new IngestService(
     projects,
     new RunsRepo(store.db, store.dialect),

@@ -8,6 +8,7 @@ import client from 'prom-client';
 import type { Plan } from '../domain/ingest-plan.ts';
 import type { Store } from '../store/db.ts';
 import type { IngestStore } from '../store/ingest.ts';
+import type { Leases } from '../store/leases.ts';
 
 export class Metrics {
   readonly registry = new client.Registry();
@@ -18,9 +19,8 @@ export class Metrics {
   readonly deleteBatches: client.Counter<'reason'>;
   readonly retentionPasses: client.Counter<'outcome'>;
   readonly retentionLastPass: client.Gauge;
-  readonly leaseHeld: client.Gauge<'job'>;
 
-  constructor(store: Store, textBacklog: () => Promise<number>) {
+  constructor(store: Store, textBacklog: () => Promise<number>, leases: Leases, jobs: readonly string[]) {
     const registers = [this.registry];
     client.collectDefaultMetrics({ register: this.registry, prefix: 'spanbase_' });
     this.httpRequests = new client.Histogram({
@@ -65,11 +65,14 @@ export class Metrics {
       help: 'When this process last finished a retention pass',
       registers,
     });
-    this.leaseHeld = new client.Gauge({
+    new client.Gauge({
       name: 'spanbase_lease_held',
       help: 'Background jobs whose lease this process holds (1) or not (0)',
       labelNames: ['job'],
       registers,
+      collect() {
+        for (const job of jobs) this.set({ job }, leases.holds(job) ? 1 : 0);
+      },
     });
     new client.Gauge({
       name: 'spanbase_text_index_backlog',

@@ -36,7 +36,6 @@ export class RetentionService {
       (signal, stillHeld) => this.pass(signal, stillHeld),
       (outcome) => {
         metrics.retentionPasses.inc({ outcome });
-        metrics.leaseHeld.set({ job: RETENTION_JOB }, leases.holds(RETENTION_JOB) ? 1 : 0);
         if (outcome === 'done') metrics.retentionLastPass.setToCurrentTime();
       },
     );

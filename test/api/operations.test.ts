@@ -69,6 +69,7 @@ for (const store of storesUnderTest()) {
       assert.ok(value('spanbase_process_resident_memory_bytes') > 0);
       assert.ok(text.includes('spanbase_nodejs_eventloop_lag_seconds'));
       if (store === 'postgres') assert.ok(value('spanbase_db_pool_connections') >= 1);
+      assert.ok([0, 1].includes(value('spanbase_lease_held{job="retention"}')));
     });
 
     test('one log line per request, with its id (also answered), user and project; no secret', async () => {
@@ -92,7 +93,8 @@ for (const store of storesUnderTest()) {
       assert.ok(line);
       assert.equal(line.user_id, s.adminId);
       assert.equal(line.project_id, p.body.id);
-      assert.equal(line.status, 200);
+      assert.equal(line.statusCode, 200);
+      assert.equal(typeof line.responseTime, 'number');
       assert.equal(line.path, `/v2/projects/${p.body.id}`);
       assert.equal(line.route, '/v2/projects/:project_id');
       assert.ok(!logs.join('\n').includes(s.adminKey), 'the key is in no log line');
