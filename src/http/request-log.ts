@@ -1,5 +1,5 @@
 /**
- * One log line per request, when its answer has gone: the request id (also answered in the
+ * One log line per request (at info level), when its answer has gone: the request id (also answered in the
  * `x-request-id` header), method, route pattern and path (never the query string, where a client
  * might have put a credential), status (`statusCode`), time in ms (`responseTime`), and the user and project ids when known. The same
  * figures feed the request metrics.
@@ -13,17 +13,22 @@ export function requestId(req: { headers: Record<string, string | string[] | und
   return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
 }
 
+/** A URL without its query string. */
+const pathOf = (url: string) => url.split('?', 1)[0];
+
 export function installRequestLog(app: FastifyInstance): void {
   const { metrics } = app.services;
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    // At debug level, a request also shows when it arrives (one that never ends shows there only).
+    req.log.debug({ method: req.method, path: pathOf(req.url) }, 'incoming request');
   });
   app.addHook('onResponse', async (req: FastifyRequest, reply) => {
     const route = req.routeOptions.url ?? '(unmatched)';
     const status = reply.statusCode;
     const ms = reply.elapsedTime;
     metrics.httpRequests.observe({ method: req.method, route, status: String(status) }, ms / 1000);
-    const path = req.url.split('?', 1)[0];
+    const path = pathOf(req.url);
     const projectId = (req.params as { project_id?: string } | undefined)?.project_id;
     req.log[status >= 500 ? 'error' : 'info'](
       {

@@ -87,8 +87,13 @@ for (const store of storesUnderTest()) {
         headers: { 'x-request-id': 'bad id\nwith a newline' },
       });
       assert.match(String(odd.headers['x-request-id']), /^[0-9a-f-]{36}$/);
-      const lines = logs.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+      const parsed = logs.map((l) => JSON.parse(l));
+      const lines = parsed.filter((l) => l.msg === 'request');
       assert.equal(lines.length, 3, 'one line each');
+      assert.ok(
+        parsed.every((l) => l.msg !== 'incoming request'),
+        'arrivals are logged at debug level only',
+      );
       const line = lines.find((l) => l.reqId === 'client-chosen.id-1');
       assert.ok(line);
       assert.equal(line.user_id, s.adminId);
