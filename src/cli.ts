@@ -31,6 +31,8 @@ interface Command {
   details: string;
   example: string;
   options: Options;
+  /** The one positional argument it takes (e.g. `FILE`), given to `run` as `values.argument`. */
+  argument?: string;
   run(values: Values): Promise<void>;
 }
 
@@ -158,6 +160,125 @@ const COMMANDS: Command[] = [
       }
     },
   },
+  {
+    name: 'export',
+    summary: 'write the records of a log stream as JSON lines or CSV',
+    synopsis:
+      '--project P --log-stream L [--root-type session|trace|span] [--format jsonl|csv] [--filters JSON]\n' +
+      '         [--filter-tree JSON] [--sort JSON] [--columns a,b] [--no-redact] [--output FILE] [--email EMAIL]',
+    details:
+      'What POST /v2/projects/{id}/export_records answers, written to standard output or --output:\n' +
+      'JSON lines of sessions (each with its traces and their spans), traces (each with its span tree)\n' +
+      'or spans, or CSV rows. --project and --log-stream take a name or an id; filters and sort are\n' +
+      'those of a search. It acts as the first admin unless --email names another user. A progress\n' +
+      'bar shows on standard error when it is a terminal.',
+    example: 'spanbase export --project my-app --log-stream prod --root-type session --output prod.jsonl',
+    options: {
+      project: { type: 'string' },
+      'log-stream': { type: 'string' },
+      'root-type': { type: 'string' },
+      format: { type: 'string' },
+      filters: { type: 'string' },
+      'filter-tree': { type: 'string' },
+      sort: { type: 'string' },
+      columns: { type: 'string' },
+      'no-redact': { type: 'boolean' },
+      output: { type: 'string' },
+      email: { type: 'string' },
+    },
+    async run(v) {
+      const { exportRecords } = await import('./cli/records-io.ts');
+      const format = v.format ?? 'jsonl';
+      if (format !== 'jsonl' && format !== 'csv') throw new UsageError('--format is jsonl or csv', this);
+      const rootType = (v['root-type'] as string | undefined) ?? 'trace';
+      const json = (flag: string) => {
+        const text = v[flag];
+        if (typeof text !== 'string') return undefined;
+        try {
+          return JSON.parse(text);
+        } catch {
+          throw new UsageError(`--${flag} must be JSON`, this);
+        }
+      };
+      const { createWriteStream } = await import('node:fs');
+      const file = v.output as string | undefined;
+      const output = file ? createWriteStream(file) : process.stdout;
+      const roots = await exportRecords(loadConfig(), {
+        project: required(v, 'project', this),
+        logStream: required(v, 'log-stream', this),
+        email: v.email as string | undefined,
+        rootType,
+        format,
+        filters: json('filters'),
+        filterTree: json('filter-tree'),
+        sort: json('sort'),
+        columns: (v.columns as string | undefined)?.split(',').filter(Boolean),
+        redact: !v['no-redact'],
+        output,
+      });
+      if (file) await new Promise<void>((r) => output.end(() => r()));
+      note(`exported ${roots} ${rootType}s`);
+    },
+  },
+  {
+    name: 'import',
+    summary: 'load JSON lines of sessions or traces into a log stream',
+    synopsis: 'FILE --project P --log-stream L [--email EMAIL]',
+    details:
+      'Loads an export of sessions or traces (or any JSON lines of traces as POST .../traces takes\n' +
+      'them) through ingestion, in batches of about 2,000 records, 4 under way at once. The project\n' +
+      'and log stream (names or ids) are created when missing. FILE - reads standard input. A\n' +
+      'progress bar shows on standard error when it is a terminal.',
+    example: 'spanbase import prod.jsonl --project my-app --log-stream prod',
+    argument: 'FILE',
+    options: { project: { type: 'string' }, 'log-stream': { type: 'string' }, email: { type: 'string' } },
+    async run(v) {
+      const { importRecords } = await import('./cli/records-io.ts');
+      const out = await importRecords(loadConfig(), required(v, 'argument', this), {
+        project: required(v, 'project', this),
+        logStream: required(v, 'log-stream', this),
+        email: v.email as string | undefined,
+      });
+      note(`imported ${out.records} records from ${out.lines} lines`);
+    },
+  },
+  {
+    name: 'backup',
+    summary: 'copy the SQLite store while it serves (and its secret key)',
+    synopsis: 'FILE',
+    details:
+      'Writes a consistent copy of the SQLite database to FILE while the server keeps serving reads\n' +
+      'and writes, checks its integrity, and copies the generated secret key to FILE.key (mode 0600;\n' +
+      'keep it apart from the copy). PostgreSQL: use pg_dump (see the README).',
+    example: 'spanbase backup /backups/spanbase-$(date +%F).db',
+    argument: 'FILE',
+    options: {},
+    async run(v) {
+      const { backup } = await import('./cli/backup.ts');
+      const out = backup(loadConfig(), required(v, 'argument', this));
+      note(`wrote ${out.file} (${out.bytes} bytes, integrity checked)`);
+      if (out.keyFile) note(`the secret key is in ${out.keyFile}: keep it apart from the database copy`);
+    },
+  },
+  {
+    name: 'restore',
+    summary: 'put a backup of the SQLite store back (server stopped)',
+    synopsis: 'FILE [--force]',
+    details:
+      'Checks the copy, refuses while a server runs on the data directory and, without --force, to\n' +
+      'replace an existing database; puts FILE (and FILE.key, when there) in place. The text index\n' +
+      'is rebuilt when the server starts.',
+    example: 'spanbase restore /backups/spanbase-2025-01-31.db --force',
+    argument: 'FILE',
+    options: { force: { type: 'boolean' } },
+    async run(v) {
+      const { restore } = await import('./cli/backup.ts');
+      const out = restore(loadConfig(), required(v, 'argument', this), { force: v.force === true });
+      note(
+        `restored the database${out.keyRestored ? ' and its secret key' : ''}; the text index is rebuilt on start`,
+      );
+    },
+  },
 ];
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value)}\n`);
@@ -165,7 +286,12 @@ const note = (text: string) => process.stderr.write(`spanbase: ${text}\n`);
 
 function required(values: Values, option: string, command: Command): string {
   const v = values[option];
-  if (typeof v !== 'string') throw new UsageError(`--${option} is required`, command);
+  if (typeof v !== 'string') {
+    throw new UsageError(
+      option === 'argument' ? `${command.argument} is required` : `--${option} is required`,
+      command,
+    );
+  }
   return v;
 }
 
@@ -283,13 +409,17 @@ async function main(args: string[]): Promise<void> {
   const { command, rest } = found;
   let values: Values;
   try {
-    values = parseArgs({
+    const parsed = parseArgs({
       args: rest,
       strict: true,
-      allowPositionals: false,
+      allowPositionals: command.argument !== undefined,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-    }).values as Values;
+    });
+    if (parsed.positionals.length > 1)
+      throw new UsageError(`unexpected argument '${parsed.positionals[1]}'`, command);
+    values = { ...(parsed.values as Values), argument: parsed.positionals[0] };
   } catch (err) {
+    if (err instanceof UsageError) throw err;
     throw parseFault(err as NodeJS.ErrnoException, command);
   }
   if (values.help) {

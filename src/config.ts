@@ -22,6 +22,10 @@ export interface Config {
   adminPassword: string | null;
   /** Print the first admin key to stdout on bootstrap (off in tests). */
   announceBootstrap: boolean;
+  /** Bearer token `GET /metrics` asks of clients not on loopback (null: loopback only). */
+  metricsToken: string | null;
+  /** How often the retention job looks for expired records, in milliseconds. */
+  retentionIntervalMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -60,6 +64,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('SPANBASE_SECRET_KEY must be 32 bytes as 64 hex characters or base64');
   }
   const adminEmail = env.SPANBASE_ADMIN_EMAIL || 'admin@localhost';
+  const metricsToken = env.SPANBASE_METRICS_TOKEN || null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError('SPANBASE_METRICS_TOKEN must be 16 to 256 visible ASCII characters');
+  }
   return {
     port: intVar(env, 'SPANBASE_PORT', 8088, 0, 65535),
     host: env.SPANBASE_HOST || '127.0.0.1',
@@ -75,6 +83,8 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmail,
     adminPassword: env.SPANBASE_ADMIN_PASSWORD || null,
     announceBootstrap: env.SPANBASE_QUIET_BOOTSTRAP !== '1',
+    metricsToken,
+    retentionIntervalMs: intVar(env, 'SPANBASE_RETENTION_INTERVAL_SECONDS', 600, 1, 7 * 24 * 3600) * 1000,
   };
 }
 

@@ -1,3 +1,4 @@
+import { claimDataDir } from './cli/backup.ts';
 import { ConfigError, type Config, loadConfig } from './config.ts';
 import { startServices } from './server.ts';
 
@@ -42,10 +43,21 @@ export async function serve(config: Config): Promise<void> {
   const { app } = running;
   const address = await app.listen({ port: config.port, host: config.host });
   app.log.info(`Spanbase ready: ${storeDescription(config)}; API reference at ${address}/docs`);
+  // SQLite: `spanbase restore` refuses to replace the files of a running server.
+  const release = config.databaseUrl ? () => {} : claimDataDir(config.dataDir);
+  // Graceful: stop accepting, finish the requests in flight (an answered write is committed), stop
+  // background jobs at a safe point, close the store. A second signal exits at once.
+  let stopping = false;
   const stop = async (signal: NodeJS.Signals) => {
+    if (stopping) {
+      app.log.warn(`${signal} again: exiting now`);
+      process.exit(1);
+    }
+    stopping = true;
     app.log.info(`${signal}: shutting down (no new connections; requests under way finish first)`);
     try {
       await running.close();
+      release();
       app.log.info('stopped');
       process.exit(0);
     } catch (err) {
@@ -53,8 +65,8 @@ export async function serve(config: Config): Promise<void> {
       process.exit(1);
     }
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 const isMain = import.meta.url === `file://${process.argv[1]}`;

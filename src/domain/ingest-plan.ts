@@ -6,6 +6,7 @@
  * sessions like the tokens), the models seen per run and the column catalogue. Re-sending an id
  * merges field by field and only applies differences, so nothing is counted twice.
  */
+import { catalogueDataType, forEachColumnKey } from './catalogue.ts';
 import { type Loc, ValidationError, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { type NormalRecord, type Scalar, mergeRecord } from './ingest.ts';
@@ -13,7 +14,6 @@ import type { Pricer } from './prices/pricer.ts';
 import {
   DERIVED_METRICS,
   INPUT_INCLUDES_CACHED,
-  PROMOTED_METRICS,
   type RecordBody,
   type RecordRow,
   type SessionAgg,
@@ -136,12 +136,6 @@ function withCost(text: string | null, cost: number | null): string | null {
   if (cost === null) delete m.cost;
   else m.cost = cost;
   return Object.keys(m).length ? JSON.stringify(m) : null;
-}
-
-function dataType(v: Scalar): string {
-  if (typeof v === 'string') return 'text';
-  if (typeof v === 'boolean') return 'boolean';
-  return Number.isInteger(v) ? 'integer' : 'floating_point';
 }
 
 const dupError = (loc: Loc, msg: string, input?: unknown) =>
@@ -591,7 +585,7 @@ export class Planner {
     const updates: RecordRow[] = [];
     const cat = new Map<string, CatalogueEntry>();
     const see = (column: string, type: string, v: Scalar, at: number) => {
-      const dt = dataType(v);
+      const dt = catalogueDataType(v);
       const key = `${column}\u0000${type}\u0000${dt}`;
       const c = cat.get(key);
       if (!c)
@@ -622,23 +616,12 @@ export class Planner {
         row.updated_at = this.ctx.now;
         updates.push(row);
       } else inserts.push(row);
-      const at = row.created_at;
-      const type = row.type;
-      for (const k of PROMOTED_METRICS) {
-        const v = row[k];
-        if (v !== null) see(`metrics/${k}`, type, v, at);
-      }
       const meta = e.meta ?? {
         metrics: parse<Record<string, number>>(row.metrics, {}),
         user: parse<Record<string, Scalar>>(row.user_metadata, {}),
         dataset: parse<Record<string, Scalar>>(row.dataset_metadata, {}),
       };
-      for (const k in meta.metrics) {
-        if (!(PROMOTED_METRICS as readonly string[]).includes(k))
-          see(`metrics/${k}`, type, meta.metrics[k], at);
-      }
-      for (const k in meta.user) see(`user_metadata/${k}`, type, meta.user[k], at);
-      for (const k in meta.dataset) see(`dataset_metadata/${k}`, type, meta.dataset[k], at);
+      forEachColumnKey({ row, ...meta }, (column, v) => see(column, row.type, v, row.created_at));
     }
     // Parents before children: stored order is request order, and sessions are created first.
     inserts.sort((a, b) => rank(a.type) - rank(b.type));

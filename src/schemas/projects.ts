@@ -18,6 +18,7 @@ export const Project = Type.Object({
   created_by: Type.String(),
   created_at: DateTime,
   updated_at: DateTime,
+  retention_days: Nullable(Type.Integer({ description: 'Days records are kept (null: forever)' })),
 });
 
 export const ListProjectsQuery = Type.Object({
@@ -54,6 +55,9 @@ export const Run = Type.Object({
   num_traces: Nullable(Type.Integer()),
   num_spans: Nullable(Type.Integer()),
   has_user_created_sessions: Type.Boolean(),
+  retention_days: Nullable(
+    Type.Integer({ description: "Days records are kept (null: the project's setting)" }),
+  ),
 });
 
 const CaseSensitive = Type.Optional(Type.Boolean({ default: true }));

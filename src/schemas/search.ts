@@ -146,7 +146,7 @@ export const Sort: TSchema = {
 const Limit = Type.Integer({ minimum: 1, maximum: 1000, description: 'Default 100' });
 const StartingToken = Type.Integer({ minimum: 0, description: 'Offset of the page; default 0' });
 
-const Scope = {
+export const Scope = {
   log_stream_id: Type.Optional(Nullable(Uuid)),
   experiment_id: Type.Optional(Nullable(Uuid)),
   metrics_testing_id: Type.Optional(Nullable(Uuid)),

@@ -4,6 +4,11 @@ import { AnnotationsRepo } from '../store/annotations.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
+import { leasesOf } from '../store/leases.ts';
+import { RecordDeletes } from '../store/record-deletes.ts';
+import { RecordSelection } from '../store/record-selection.ts';
+import { RetentionRepo } from '../store/retention.ts';
+import { TEXT_INDEX_JOB } from '../store/search-text-pg.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
 import { ModelPricesRepo } from '../store/model-prices.ts';
 import { ProjectsRepo } from '../store/projects.ts';
@@ -24,9 +29,13 @@ import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
 import { ModelPricesService } from './model-prices.ts';
+import { Metrics } from './metrics.ts';
+import { RecordLifecycleService } from './record-lifecycle.ts';
 import { OtelService } from './otel.ts';
 import { ProjectsService } from './projects.ts';
 import { RecordsService } from './records.ts';
+import { ReadinessService } from './readiness.ts';
+import { RETENTION_JOB, RetentionService } from './retention.ts';
 import { RunsService } from './runs.ts';
 import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
@@ -54,6 +63,10 @@ export interface Services {
   signals: SignalsService;
   annotations: AnnotationsService;
   annotationQueues: AnnotationQueuesService;
+  metrics: Metrics;
+  lifecycle: RecordLifecycleService;
+  retention: RetentionService;
+  readiness: ReadinessService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -74,12 +87,31 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     read.textIndexer,
     annotations,
   );
+  const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
+    RETENTION_JOB,
+    ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB] : []),
+  ]);
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
   const ingest = new IngestService(
     projects,
     new RunsRepo(store.db, store.dialect),
-    ingestStore(store),
+    metrics.countIngest(ingestStore(store)),
     prices,
+  );
+  const deletes = new RecordDeletes(store);
+  const lifecycle = new RecordLifecycleService(
+    search,
+    projects,
+    new RecordSelection(store, read.search),
+    deletes,
+    metrics,
+  );
+  const retention = new RetentionService(
+    new RetentionRepo(store.db),
+    deletes,
+    leasesOf(store.db),
+    metrics,
+    config.retentionIntervalMs,
   );
   const records = new RecordsService(projects, recordsRepo);
   const annotationQueues = new AnnotationQueuesService(
@@ -131,5 +163,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     signals,
     annotations,
     annotationQueues,
+    metrics,
+    lifecycle,
+    retention,
+    readiness: new ReadinessService(store),
   };
 }

@@ -16,6 +16,7 @@ export function describeProject(p: ProjectRow) {
     created_by: p.created_by,
     created_at: toIso(p.created_at),
     updated_at: toIso(p.updated_at),
+    retention_days: p.retention_days ?? null,
   };
 }
 
@@ -92,6 +93,7 @@ export class ProjectsService {
       created_by: caller.id,
       created_at: now,
       updated_at: now,
+      retention_days: null,
     };
     try {
       await this.projects.insert(project, {
@@ -125,6 +127,13 @@ export class ProjectsService {
 
   async get(caller: Caller, id: string) {
     return describeProject(await this.access(caller, id));
+  }
+
+  /** PATCH: `retention_days` (editors: a shorter period deletes records); `undefined` leaves it. */
+  async update(caller: Caller, id: string, patch: { retention_days?: number | null }) {
+    await this.access(caller, id, 'editor');
+    if (patch.retention_days !== undefined) await this.projects.setRetention(id, patch.retention_days);
+    return this.get(caller, id);
   }
 
   async delete(caller: Caller, id: string) {

@@ -1,3 +1,4 @@
+import type { RecordFeedback } from '../domain/annotations.ts';
 import { notFound } from '../domain/errors.ts';
 import { SPAN_TYPES, type StoredRecord, parseBody, recordToApi } from '../domain/records.ts';
 import type { RecordsRepo } from '../store/records.ts';
@@ -17,6 +18,29 @@ function order(a: StoredRecord, b: StoredRecord): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
+/**
+ * A trace as the API reads it back: with `spans`, each span with its own `spans`, in display order
+ * (a span whose parent is missing hangs under the trace). `rows` may hold the trace itself.
+ */
+export function traceTree(
+  trace: StoredRecord,
+  rows: readonly StoredRecord[],
+  feedback?: ReadonlyMap<string, RecordFeedback>,
+): Api {
+  const spans = rows.filter((r) => r.id !== trace.id).sort(order);
+  const api = new Map<string, Api>();
+  const root = recordToApi(trace, { includeCounts: true, feedback: feedback?.get(trace.id) });
+  root.spans = [];
+  api.set(trace.id, root);
+  for (const r of spans) {
+    const a = recordToApi(r, { includeCounts: true, feedback: feedback?.get(r.id) });
+    a.spans = [];
+    api.set(r.id, a);
+  }
+  for (const r of spans) (api.get(r.parent_id ?? trace.id) ?? root).spans.push(api.get(r.id));
+  return root;
+}
+
 /** Read-back of single records: a trace with its span tree, a span, a session with its traces. */
 export class RecordsService {
   constructor(
@@ -29,20 +53,8 @@ export class RecordsService {
     const rows = await this.records.traceRecords(projectId, traceId);
     const trace = rows.find((r) => r.id === traceId && r.type === 'trace');
     if (!trace) throw notFound('Trace');
-    rows.sort(order);
     const feedback = await this.records.feedbackOf(rows.map((r) => r.id));
-    const api = new Map<string, Api>();
-    for (const r of rows) {
-      const a = recordToApi(r, { includeCounts: true, feedback: feedback.get(r.id) });
-      a.spans = [];
-      api.set(r.id, a);
-    }
-    for (const r of rows) {
-      if (r.id === traceId) continue;
-      const parent = api.get(r.parent_id ?? traceId) ?? api.get(traceId);
-      parent?.spans.push(api.get(r.id));
-    }
-    return api.get(traceId) as Api;
+    return traceTree(trace, rows, feedback);
   }
 
   async span(caller: Caller, projectId: string, spanId: string): Promise<Api> {

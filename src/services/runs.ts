@@ -32,6 +32,7 @@ function describeRun(r: RunRow, creator: UserRow | undefined) {
     num_traces: Number(r.num_traces),
     num_spans: Number(r.num_spans),
     has_user_created_sessions: Boolean(r.has_user_created_sessions),
+    retention_days: r.retention_days ?? null,
   };
 }
 
@@ -123,6 +124,7 @@ export class RunsService {
       num_traces: 0,
       num_spans: 0,
       has_user_created_sessions: 0,
+      retention_days: null,
     };
     try {
       await this.runs.insert(run);
@@ -143,6 +145,15 @@ export class RunsService {
     const run = await this.runs.byId(projectId, runId, kind);
     if (!run) throw notFound(KIND_LABEL[kind]);
     return (await this.describeAll([run]))[0];
+  }
+
+  /** PATCH of a log stream: `retention_days` (editors); `undefined` leaves it. */
+  async update(caller: Caller, projectId: string, runId: string, patch: { retention_days?: number | null }) {
+    await this.projects.access(caller, projectId, 'editor');
+    const run = await this.runs.byId(projectId, runId, 'log_stream');
+    if (!run) throw notFound(KIND_LABEL.log_stream);
+    if (patch.retention_days !== undefined) await this.runs.setRetention(runId, patch.retention_days);
+    return this.get(caller, projectId, runId, 'log_stream');
   }
 
   /**

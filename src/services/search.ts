@@ -240,17 +240,17 @@ export class SearchService {
   }
 
   /**
-   * A search body checked against the project (the caller may see it and the run it names) and
-   * resolved into what the store runs (without the page's extra row). `queue`: a queue search
-   * (its records only, of every type, and fully_annotated works).
+   * What a search body selects, checked as a search checks it: the caller may see the project and the
+   * run, the filters and sort are valid and name known columns. Counts, deletes and exports select
+   * through this, so they take exactly the records a search with the same body finds. `queue`: a
+   * queue search (fully_annotated works).
    */
-  async prepare(
+  async selection(
     caller: Caller,
     projectId: string,
     body: SearchBody,
-    target: SearchTarget | null,
     queue?: QueueScope,
-  ): Promise<{ search: RecordSearch; parsed: ParsedSearch }> {
+  ): Promise<{ runId: string | null; parsed: ParsedSearch }> {
     const runId = await this.access(caller, projectId, body);
     const ctx: FilterContext = {
       ...(mentionsAnnotationColumns(body)
@@ -260,6 +260,21 @@ export class SearchService {
     };
     const parsed = parseSearchBody(body, ctx);
     await this.checkMetrics(projectId, parsed.tree, parsed.sort);
+    return { runId, parsed };
+  }
+
+  /**
+   * A search body checked (see selection) and resolved into what the store runs (without the page's
+   * extra row); a queue search takes the queue's records only, of every type.
+   */
+  async prepare(
+    caller: Caller,
+    projectId: string,
+    body: SearchBody,
+    target: SearchTarget | null,
+    queue?: QueueScope,
+  ): Promise<{ search: RecordSearch; parsed: ParsedSearch }> {
+    const { runId, parsed } = await this.selection(caller, projectId, body, queue);
     return {
       search: {
         projectId,

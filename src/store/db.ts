@@ -29,8 +29,8 @@ export interface Store {
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
   /**
-   * PostgreSQL: ingest writes of this process under way; background work (the text indexer) yields
-   * to them.
+   * Ingest writes of this process under way; background work (the PostgreSQL text indexer, deletes)
+   * yields to them.
    */
   ingestsInFlight?: number;
   /** Called once the schema is migrated: starts background work that must not race migrations. */

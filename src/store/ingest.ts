@@ -221,14 +221,18 @@ class SqliteIngest implements IngestStore {
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
-    return new Promise((resolve, reject) => {
+    this.store.ingestsInFlight = (this.store.ingestsInFlight ?? 0) + 1;
+    const done = () => {
+      (this.store.ingestsInFlight as number)--;
+    };
+    return new Promise<FlowResult<R>>((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
       this.queuedRecords += records;
       if (!this.draining) {
         this.draining = true;
         this.schedule();
       }
-    });
+    }).finally(done);
   }
 
   /**

@@ -1,4 +1,4 @@
-import { Migrator } from 'kysely';
+import { Migrator, sql } from 'kysely';
 import type { Store } from './db.ts';
 import { migrations } from './migrations/index.ts';
 
@@ -31,4 +31,17 @@ export function otherSchemaVanished(reason: string, ours: string): boolean {
   const m = /^(?:schema "([^"]+)"|relation "([^".]+)\.[^"]+") does not exist$/.exec(reason);
   const schema = m?.[1] ?? m?.[2];
   return schema !== undefined && schema !== ours;
+}
+
+/** The name of the newest migration. */
+export function latestMigration(): string {
+  return Object.keys(migrations).sort().at(-1) as string;
+}
+
+/** The newest migration applied to the store (null: none); throws when the store does not answer. */
+export async function migratedTo(store: Store): Promise<string | null> {
+  const { rows } = await sql<{ name: string | null }>`select max(name) as name from kysely_migration`.execute(
+    store.db,
+  );
+  return rows[0]?.name ?? null;
 }

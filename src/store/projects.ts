@@ -84,6 +84,14 @@ export class ProjectsRepo {
     }
   }
 
+  async setRetention(id: string, days: number | null): Promise<void> {
+    try {
+      await this.db.updateTable('projects').set({ retention_days: days }).where('id', '=', id).execute();
+    } finally {
+      this.generation++;
+    }
+  }
+
   /** Deletes a project and everything under it. */
   async delete(id: string): Promise<void> {
     try {

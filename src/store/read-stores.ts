@@ -31,8 +31,8 @@ export function readStores(store: Store): ReadStores {
     };
   return {
     search: new PgSearch(store),
-    // Every process runs one indexer job on the pool, and they share the queue; it yields to this
-    // process's ingestion.
+    // The indexer job runs on the pool of the one process holding its lease (store/leases.ts); it
+    // yields to that process's ingestion.
     textIndexer: new PgTextIndexer(store.db, () => (store.ingestsInFlight ?? 0) > 0),
     widgetCells: new PgWidgetCells(store, new PgTextCandidates()),
     catalogue,

@@ -27,6 +27,10 @@ export class RunsRepo {
     return q.executeTakeFirst();
   }
 
+  async setRetention(id: string, days: number | null): Promise<void> {
+    await this.db.updateTable('runs').set({ retention_days: days }).where('id', '=', id).execute();
+  }
+
   byName(projectId: string, kind: RunKind, name: string): Promise<RunRow | undefined> {
     return this.db
       .selectFrom('runs')

@@ -9,10 +9,13 @@
  * Where two indexers hold entries of one record (it changed twice), the write of the later entry wins:
  * its indexer's snapshot holds the change that queued it, and a change after that is queued again.
  * Deleted records are skipped (their entries are dropped).
+ *
+ * Among processes sharing a database, the one holding the `text-index` lease runs the job.
  */
 import { type Kysely, sql } from 'kysely';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import { fold, likeContains } from '../query/sql-dialect.ts';
+import { leasesOf } from './leases.ts';
 import {
   type TextCandidateSource,
   type TextIndexer,
@@ -21,6 +24,9 @@ import {
   indexedContainsLeaves,
 } from './search-query.ts';
 import type { DB } from './tables.ts';
+
+/** The lease of the indexing job (store/leases.ts). */
+export const TEXT_INDEX_JOB = 'text-index';
 
 /** Queue entries one indexing statement takes. */
 export const PG_TEXT_BATCH = 500;
@@ -96,7 +102,10 @@ export class PgTextIndexer implements TextIndexer {
       let wait = this.idleMs;
       try {
         const started = performance.now();
-        if ((await indexQueuedPg(this.db)) > 0)
+        // One process of those sharing the database indexes (the holder of the lease); the others
+        // take over when it stops.
+        if (!(await leasesOf(this.db).hold(TEXT_INDEX_JOB))) wait = this.idleMs * 5;
+        else if ((await indexQueuedPg(this.db)) > 0)
           wait = this.busy() ? (performance.now() - started) * BUSY_PAUSE : 0;
       } catch {
         wait = 1000;
@@ -121,6 +130,9 @@ export class PgTextIndexer implements TextIndexer {
     this.wake = null;
     await this.loop;
     this.loop = null;
+    await leasesOf(this.db)
+      .release(TEXT_INDEX_JOB)
+      .catch(() => {});
   }
 
   pending(): Promise<number> {

@@ -50,6 +50,8 @@ export interface ProjectsTable {
   created_by: string;
   created_at: number;
   updated_at: number;
+  /** Days records are kept (null: forever); a run's own setting wins. */
+  retention_days: number | null;
 }
 
 export interface ProjectCollaboratorsTable {
@@ -73,6 +75,8 @@ export interface RunsTable {
   num_traces: number;
   num_spans: number;
   has_user_created_sessions: number;
+  /** Days records are kept (null: the project's setting). */
+  retention_days: number | null;
 }
 
 /**
@@ -322,6 +326,15 @@ export interface AnnotationQueueRecordsTable {
   added_at: number;
 }
 
+/** Who runs a background job until when (one process among those sharing the database). */
+export interface LeasesTable {
+  name: string;
+  /** The holding process's random id. */
+  holder: string;
+  /** Epoch microseconds. */
+  expires_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -352,4 +365,5 @@ export interface DB {
   annotation_queue_templates: AnnotationQueueTemplatesTable;
   annotation_queue_members: AnnotationQueueMembersTable;
   annotation_queue_records: AnnotationQueueRecordsTable;
+  leases: LeasesTable;
 }

@@ -105,6 +105,9 @@ async function modelPrice(c: CellContext): Promise<string> {
 export const RULES: Record<string, RouteRule> = {
   // --- foundation: health, login, users, keys, groups -----------------------------------------
   'GET /v2/healthcheck': pub,
+  'GET /readyz': pub,
+  // Open on loopback (the matrix calls from there); elsewhere a bearer token (test/api/operations.test.ts).
+  'GET /metrics': pub,
   // Public, with credentials that work: failed logins would throttle the address the matrix uses.
   'POST /login': {
     ...pub,
@@ -223,6 +226,30 @@ export const RULES: Record<string, RouteRule> = {
       build: () => ({ body: {} }),
     },
   ),
+
+  // --- counting, deleting and exporting by filter; retention settings -----------------------------
+  ...Object.fromEntries(
+    ['sessions', 'traces', 'spans'].flatMap((t) => [
+      [
+        `POST /v2/projects/{project_id}/${t}/count`,
+        project('viewer', { build: (c: CellContext) => ({ body: { log_stream_id: c.w.log_stream_id } }) }),
+      ],
+      [
+        `POST /v2/projects/{project_id}/${t}/delete`,
+        project('editor', {
+          destructive: true,
+          build: (c: CellContext) => ({ body: { log_stream_id: c.w.log_stream_id } }),
+        }),
+      ],
+    ]),
+  ),
+  'POST /v2/projects/{project_id}/export_records': project('viewer', {
+    build: (c) => ({ body: { log_stream_id: c.w.log_stream_id, root_type: 'trace' } }),
+  }),
+  'PATCH /v2/projects/{project_id}': project('editor', { build: () => ({ body: { retention_days: 3650 } }) }),
+  'PATCH /v2/projects/{project_id}/log_streams/{log_stream_id}': project('editor', {
+    build: (c) => ({ path: { log_stream_id: c.w.log_stream_id }, body: { retention_days: null } }),
+  }),
 
   // --- trends dashboards (another helper's) -----------------------------------------------------
   'PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends': project('editor', {

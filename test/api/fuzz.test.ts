@@ -254,6 +254,31 @@ const EXAMPLES: Record<string, (c: Ctx, creds: Creds) => unknown> = {
   'POST /v2/projects/{project_id}/sessions/search': searchBody,
   'POST /v2/projects/{project_id}/traces/search': searchBody,
   'POST /v2/projects/{project_id}/spans/search': searchBody,
+  'POST /v2/projects/{project_id}/sessions/count': searchBody,
+  'POST /v2/projects/{project_id}/traces/count': searchBody,
+  'POST /v2/projects/{project_id}/spans/count': searchBody,
+  // Deletes that match nothing: the playground's records serve the routes fuzzed after them.
+  ...Object.fromEntries(
+    ['sessions', 'traces', 'spans'].map((t) => [
+      `POST /v2/projects/{project_id}/${t}/delete`,
+      (c: Ctx) => ({
+        log_stream_id: c.log_stream_id,
+        filters: [{ type: 'text', column_id: 'name', operator: 'eq', value: 'no record has this name' }],
+        filter_tree: filterTree,
+      }),
+    ]),
+  ),
+  'POST /v2/projects/{project_id}/export_records': (c) => ({
+    log_stream_id: c.log_stream_id,
+    root_type: 'trace',
+    filter_tree: filterTree,
+    sort: { column_id: 'created_at', ascending: true },
+    column_ids: ['input', 'metrics/duration_ns', 'user_metadata/env'],
+    export_format: 'jsonl',
+    redact: false,
+  }),
+  'PATCH /v2/projects/{project_id}': () => ({ retention_days: 3650 }),
+  'PATCH /v2/projects/{project_id}/log_streams/{log_stream_id}': () => ({ retention_days: null }),
   'POST /v2/projects/{project_id}/log_streams/search': () => ({
     filters: [{ name: 'name', operator: 'contains', value: 'ls', case_sensitive: false }],
     sort: { name: 'name', ascending: true },

@@ -208,6 +208,19 @@ export function contractProblem(
   if (status >= 500) return `server error ${status}`;
   if (status < 200 || (status >= 300 && status < 400) || status >= 600) return `unexpected status ${status}`;
   if (status < 300) {
+    // JSON lines (exports): every line JSON.
+    if (/ndjson/.test(contentType ?? '')) {
+      const bad = text.split('\n').find((line) => {
+        if (line === '') return false;
+        try {
+          JSON.parse(line);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      return bad === undefined ? null : 'a 2xx with a JSON lines content type and a line that is not JSON';
+    }
     if (/json/.test(contentType ?? '') && text !== '') {
       try {
         JSON.parse(text);

@@ -15,6 +15,19 @@ test('configuration defaults and validation', () => {
   assert.equal(loadConfig({ SPANBASE_SECRET_KEY: 'ab'.repeat(32) }).secretKey, 'ab'.repeat(32));
 });
 
+test('metrics token and retention interval', () => {
+  assert.equal(loadConfig({}).metricsToken, null);
+  assert.equal(loadConfig({}).retentionIntervalMs, 600_000);
+  assert.equal(
+    loadConfig({ SPANBASE_METRICS_TOKEN: 'a-long-enough-token' }).metricsToken,
+    'a-long-enough-token',
+  );
+  assert.throws(() => loadConfig({ SPANBASE_METRICS_TOKEN: 'short' }), ConfigError);
+  assert.throws(() => loadConfig({ SPANBASE_METRICS_TOKEN: 'has a space in the token' }), ConfigError);
+  assert.equal(loadConfig({ SPANBASE_RETENTION_INTERVAL_SECONDS: '60' }).retentionIntervalMs, 60_000);
+  assert.throws(() => loadConfig({ SPANBASE_RETENTION_INTERVAL_SECONDS: '0' }), ConfigError);
+});
+
 test('timestamps round-trip with microseconds and offsets', () => {
   assert.equal(parseTimestamp('2024-01-02T03:04:05Z'), Date.UTC(2024, 0, 2, 3, 4, 5) * 1000);
   assert.equal(parseTimestamp('2024-01-02T03:04:05.123456Z')! % 1_000_000, 123456);

@@ -7,6 +7,8 @@ import healthRoutes from './health.ts';
 import insightRoutes from './insights.ts';
 import integrationRoutes from './integrations.ts';
 import modelPriceRoutes from './model-prices.ts';
+import lifecycleRoutes from './lifecycle.ts';
+import operationsRoutes from './operations.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
@@ -20,11 +22,13 @@ import userRoutes from './users.ts';
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
   for (const plugin of [
     healthRoutes,
+    operationsRoutes,
     userRoutes,
     projectRoutes,
     runRoutes,
     recordRoutes,
     searchRoutes,
+    lifecycleRoutes,
     dashboardRoutes,
     insightRoutes,
     modelPriceRoutes,

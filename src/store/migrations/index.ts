@@ -10,6 +10,7 @@ import * as pgTextQueue from './008_pg_text_queue.ts';
 import * as caseFold from './009_case_fold.ts';
 import * as costs from './010_costs.ts';
 import * as annotations from './012_annotations.ts';
+import * as lifecycle from './013_lifecycle.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +25,5 @@ export const migrations: Record<string, Migration> = {
   '009_case_fold': caseFold,
   '010_costs': costs,
   '012_annotations': annotations,
+  '013_lifecycle': lifecycle,
 };

@@ -1,0 +1,213 @@
+/**
+ * Reads over everything a search selects, not one page of it: its count, its ids in batches (for
+ * deletes), and the records themselves as a stream (for exports). Each starts from the search's own
+ * page query (store/search-query.ts `pageQuery`: run, record types, compiled filter tree, sort), without
+ * text-index candidates (filters are then checked exactly on every record), so it takes exactly the
+ * records a search with the same body finds.
+ */
+import type { Kysely, SqlBool } from 'kysely';
+import { sql } from 'kysely';
+import type pg from 'pg';
+import type { StoredRecord } from '../domain/records.ts';
+import { type Store, openSqlite } from './db.ts';
+import type { RecordSearch, SearchStore } from './search-query.ts';
+import type { DB } from './tables.ts';
+
+/** A selection: a search without its page. */
+export type Selection = Omit<RecordSearch, 'offset' | 'limit'>;
+
+/** A batch position: the last record taken in newest-first order. */
+export interface Position {
+  created_at: number;
+  id: string;
+}
+
+/** A root record with the records below it (a session's traces and spans; a trace's spans). */
+export interface ExportItem {
+  root: StoredRecord;
+  children: StoredRecord[];
+}
+
+/** `limit` for queries that read a selection to its end. */
+const NO_LIMIT = Number.MAX_SAFE_INTEGER;
+
+export class RecordSelection {
+  constructor(
+    private readonly store: Store,
+    private readonly search: SearchStore,
+  ) {}
+
+  private query(db: Kysely<DB>, s: Selection, limit = NO_LIMIT) {
+    return this.search.pageQuery(db, { ...s, offset: 0, limit });
+  }
+
+  async count(s: Selection): Promise<number> {
+    const row = await this.query(this.store.db, { ...s, sort: null })
+      .clearSelect()
+      .clearOrderBy()
+      .clearLimit()
+      .clearOffset()
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /**
+   * The next `limit` records of a selection, newest first, after `after` (keyset: a batch never reads
+   * again the records an earlier one passed over).
+   */
+  async nextBatch(s: Selection, after: Position | null, limit: number): Promise<Position[]> {
+    let q = this.query(this.store.db, { ...s, sort: null }, limit)
+      .clearSelect()
+      .select(['records.id', 'records.created_at']);
+    if (after) {
+      q = q.where(
+        sql<SqlBool>`(${sql.ref('records.created_at')} < ${after.created_at} or (${sql.ref(
+          'records.created_at',
+        )} = ${after.created_at} and ${sql.ref('records.id')} < ${after.id}))`,
+      );
+    }
+    const rows = await q.execute();
+    return rows.map((r) => ({ id: r.id, created_at: Number(r.created_at) }));
+  }
+
+  /**
+   * The selection's records in its sort order, `chunk` roots at a time, each with what hangs below it
+   * when `nest` says so, from one snapshot. The read stops when the consumer stops asking (return()),
+   * which closes its connection. Memory holds one chunk.
+   */
+  async *stream(s: Selection, nest: 'session' | 'trace' | null, chunk = 64): AsyncGenerator<ExportItem[]> {
+    const compiled = this.query(this.store.db, s).compile();
+    if (this.store.dialect === 'postgres') {
+      yield* this.streamPg(compiled.sql, compiled.parameters as unknown[], nest, chunk);
+      return;
+    }
+    yield* this.streamSqlite(compiled.sql, compiled.parameters as unknown[], nest, chunk);
+  }
+
+  /**
+   * SQLite: roots through a statement iterator on a connection of its own (a WAL reader: ingestion goes
+   * on meanwhile), children through a second one (an open iterator keeps its connection busy), whose
+   * read transaction starts right after the first's.
+   */
+  private async *streamSqlite(
+    text: string,
+    params: unknown[],
+    nest: 'session' | 'trace' | null,
+    chunk: number,
+  ): AsyncGenerator<ExportItem[]> {
+    const file = this.store.sqlite!.name;
+    const roots = openSqlite(file);
+    const side = openSqlite(file);
+    const r = roots.sqlite!;
+    const c = side.sqlite!;
+    // Each row is read once: a small page cache and no memory map keep the server's memory flat
+    // however much is exported.
+    for (const h of [r, c]) {
+      h.pragma('cache_size = -2048');
+      h.pragma('mmap_size = 0');
+    }
+    const it = r.prepare(text).iterate(params) as IterableIterator<StoredRecord>;
+    c.exec('begin');
+    const tracesOf = c.prepare(
+      "select * from records where session_id in (select value from json_each(?)) and type = 'trace'",
+    );
+    const spansOf = c.prepare(
+      "select * from records where trace_id in (select value from json_each(?)) and type <> 'trace'",
+    );
+    const children = (ids: string[], stmt: typeof tracesOf) =>
+      ids.length ? (stmt.all(JSON.stringify(ids)) as StoredRecord[]) : [];
+    try {
+      for (;;) {
+        const batch: StoredRecord[] = [];
+        while (batch.length < chunk) {
+          const next = it.next();
+          if (next.done) break;
+          batch.push(next.value);
+        }
+        if (!batch.length) return;
+        yield nestChildren(
+          batch,
+          nest,
+          (ids) => children(ids, tracesOf),
+          (ids) => children(ids, spansOf),
+        );
+        if (batch.length < chunk) return;
+      }
+    } finally {
+      it.return?.();
+      if (c.inTransaction) c.exec('rollback');
+      await roots.close();
+      await side.close();
+    }
+  }
+
+  /** PostgreSQL: a cursor in a read-only repeatable-read transaction on one pooled connection. */
+  private async *streamPg(
+    text: string,
+    params: unknown[],
+    nest: 'session' | 'trace' | null,
+    chunk: number,
+  ): AsyncGenerator<ExportItem[]> {
+    const client: pg.PoolClient = await this.store.pool!.connect();
+    let broken = false;
+    try {
+      await client.query('begin isolation level repeatable read read only');
+      await client.query({ text: `declare spanbase_export no scroll cursor for ${text}`, values: params });
+      const tracesOf = async (ids: string[]) =>
+        (
+          await client.query("select * from records where session_id = any($1::text[]) and type = 'trace'", [
+            ids,
+          ])
+        ).rows as StoredRecord[];
+      const spansOf = async (ids: string[]) =>
+        (
+          await client.query("select * from records where trace_id = any($1::text[]) and type <> 'trace'", [
+            ids,
+          ])
+        ).rows as StoredRecord[];
+      for (;;) {
+        const { rows } = await client.query(`fetch forward ${chunk} from spanbase_export`);
+        if (!rows.length) return;
+        const traces = nest === 'session' ? await tracesOf(rows.map((x) => x.id)) : [];
+        const traceIds =
+          nest === 'session' ? traces.map((t) => t.id) : nest === 'trace' ? rows.map((x) => x.id) : [];
+        const spans = traceIds.length ? await spansOf(traceIds) : [];
+        yield nestChildren(
+          rows,
+          nest,
+          () => traces,
+          () => spans,
+        );
+        if (rows.length < chunk) return;
+      }
+    } catch (err) {
+      broken = true;
+      throw err;
+    } finally {
+      try {
+        await client.query('rollback');
+      } catch {
+        broken = true;
+      }
+      client.release(broken);
+    }
+  }
+}
+
+/** Each root with its children: a session's traces and their spans, a trace's spans. */
+function nestChildren(
+  roots: StoredRecord[],
+  nest: 'session' | 'trace' | null,
+  tracesOf: (sessionIds: string[]) => StoredRecord[],
+  spansOf: (traceIds: string[]) => StoredRecord[],
+): ExportItem[] {
+  if (nest === null) return roots.map((root) => ({ root, children: [] }));
+  const traces = nest === 'session' ? tracesOf(roots.map((r) => r.id)) : roots;
+  const spans = spansOf(traces.map((t) => t.id));
+  const key = nest === 'session' ? 'session_id' : 'trace_id';
+  const byRoot = new Map<string, StoredRecord[]>(roots.map((r) => [r.id, []]));
+  if (nest === 'session') for (const t of traces) byRoot.get(t.session_id as string)?.push(t);
+  for (const sp of spans) byRoot.get(sp[key] as string)?.push(sp);
+  return roots.map((root) => ({ root, children: byRoot.get(root.id) ?? [] }));
+}
