@@ -1,4 +1,5 @@
 import type { Config } from '../config.ts';
+import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
@@ -11,6 +12,7 @@ import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
 import { AuthService } from './auth.ts';
+import { ConsoleSessionsService } from './console-sessions.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
@@ -33,6 +35,7 @@ export interface Services {
   store: Store;
   keyring: Keyring;
   auth: AuthService;
+  consoleSessions: ConsoleSessionsService;
   users: UsersService;
   projects: ProjectsService;
   runs: RunsService;
@@ -51,6 +54,12 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const usersRepo = new UsersRepo(store.db);
   const auth = new AuthService(usersRepo, config, keyring);
   const users = new UsersService(usersRepo, auth, config);
+  const consoleSessions = new ConsoleSessionsService(
+    new ConsoleSessionsRepo(store.db),
+    auth,
+    config,
+    keyring,
+  );
   const projects = new ProjectsService(new ProjectsRepo(store.db), usersRepo);
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
@@ -82,6 +91,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     store,
     keyring,
     auth,
+    consoleSessions,
     users,
     projects,
     runs,

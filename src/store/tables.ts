@@ -212,6 +212,14 @@ export interface SignalsConfigurationsTable {
   updated_at: number;
 }
 
+export interface ConsoleSessionsTable {
+  /** SHA-256 of the cookie's token (hex). */
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -233,4 +241,5 @@ export interface DB {
   integrations: IntegrationsTable;
   integration_collaborators: IntegrationCollaboratorsTable;
   signals_configurations: SignalsConfigurationsTable;
+  console_sessions: ConsoleSessionsTable;
 }

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import compatRoutes from './compat.ts';
+import consolePages from './console-pages.ts';
+import consoleRoutes from './console.ts';
 import dashboardRoutes from './dashboards.ts';
 import docsRoutes from './docs.ts';
 import healthRoutes from './health.ts';
@@ -8,7 +10,6 @@ import integrationRoutes from './integrations.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
-import rootRoutes from './root.ts';
 import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
@@ -30,7 +31,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     otelRoutes,
     compatRoutes,
     docsRoutes,
-    rootRoutes,
+    consoleRoutes,
+    consolePages,
   ]) {
     await app.register(plugin);
   }

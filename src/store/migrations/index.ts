@@ -8,6 +8,7 @@ import * as dashboards from './006_dashboards.ts';
 import * as pageSize from './007_page_size.ts';
 import * as pgTextQueue from './008_pg_text_queue.ts';
 import * as caseFold from './009_case_fold.ts';
+import * as consoleSessions from './010_console_sessions.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '007_page_size': pageSize,
   '008_pg_text_queue': pgTextQueue,
   '009_case_fold': caseFold,
+  '010_console_sessions': consoleSessions,
 };
