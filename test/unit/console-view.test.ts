@@ -208,5 +208,11 @@ describe('console input and output', () => {
       'f({})',
     );
     assert.equal(preview('x'.repeat(300), 10), `${'x'.repeat(9)}…`);
+    const llmInput = [
+      { role: 'user', content: 'where is it?' },
+      { role: 'tool', content: '{"status":"shipped"}' },
+    ];
+    assert.equal(preview(llmInput, 50, 'user'), 'where is it?');
+    assert.equal(preview(llmInput, 50), '{"status":"shipped"}');
   });
 });

@@ -228,22 +228,18 @@ function NodeView({ node, ctx }: { node: FormNode; ctx: Ctx }) {
         <fieldset className="group">
           <legend className="visually-hidden">Group</legend>
           <div className="group-head">
-            <label>
-              <span className="visually-hidden">Match</span>
-              <select
-                aria-label="Match"
-                value={node.op}
-                onChange={(e) =>
-                  ctx.update(node.id, (n) => ({
-                    ...(n as typeof node),
-                    op: e.currentTarget.value as 'and' | 'or',
-                  }))
-                }
-              >
-                <option value="and">ALL of (AND)</option>
-                <option value="or">ANY of (OR)</option>
-              </select>
-            </label>
+            <select
+              aria-label="Match"
+              value={node.op}
+              onChange={(e) => {
+                // Read now: the event is gone by the time the state update runs.
+                const op = e.currentTarget.value as 'and' | 'or';
+                ctx.update(node.id, (n) => ({ ...(n as typeof node), op }));
+              }}
+            >
+              <option value="and">ALL of (AND)</option>
+              <option value="or">ANY of (OR)</option>
+            </select>
             <NodeActions id={node.id} ctx={ctx} />
           </div>
           <div className="group-children">
@@ -387,7 +383,7 @@ export function FilterBuilder({
         </p>
       )}
       <div className="builder-actions">
-        {!jsonMode && (
+        {!jsonMode && root?.kind !== 'group' && (
           <>
             <button
               type="button"

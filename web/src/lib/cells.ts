@@ -21,7 +21,8 @@ const NANOSECOND_METRICS = new Set(['metrics/duration_ns', 'metrics/time_to_firs
 export function cellText(value: unknown, columnId: string, column: Column | undefined): string {
   if (value === null || value === undefined) return '';
   if (NANOSECOND_METRICS.has(columnId)) return formatNs(value);
-  if (columnId === 'input' || columnId === 'output') return preview(value, 160);
+  if (columnId === 'input' || columnId === 'output')
+    return preview(value, 160, columnId === 'input' ? 'user' : undefined);
   const type = column?.data_type;
   if (type === 'timestamp' && typeof value === 'string') return formatTime(value);
   if (typeof value === 'number')

@@ -58,8 +58,11 @@ export function classify(value: unknown): Shown {
   return { kind: 'json', value };
 }
 
-/** One line of text for a table cell or a transcript's summary. */
-export function preview(value: unknown, max = 200): string {
+/**
+ * One line of text for a table cell. Of a conversation it shows the last message, or the last one
+ * `role` wrote (an llm input's question is the last user message, not the tool answer after it).
+ */
+export function preview(value: unknown, max = 200, role?: string): string {
   const shown = classify(value);
   let text: string;
   switch (shown.kind) {
@@ -69,7 +72,8 @@ export function preview(value: unknown, max = 200): string {
       text = shown.text;
       break;
     case 'messages': {
-      const last = shown.messages[shown.messages.length - 1];
+      const last =
+        shown.messages.findLast((m) => m.role === role) ?? shown.messages[shown.messages.length - 1];
       text =
         last.content ??
         (last.tool_calls ?? [])

@@ -53,13 +53,17 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
     else next.set('span', id);
     setParams(next, { replace: true });
   };
-  const toggle = (id: string, open?: boolean) =>
+  const toggle = (id: string, open?: boolean) => {
+    const closing = !(open ?? collapsed.has(id));
+    // Folding away the selected span selects the span that folds it.
+    if (closing && ancestorsOf(byId, selectedId).includes(id)) select(id);
     setCollapsed((c) => {
       const next = new Set(c);
       if (open ?? c.has(id)) next.delete(id);
       else next.add(id);
       return next;
     });
+  };
 
   const tokens = root ? totalTokens(root.metrics) : null;
   return (
