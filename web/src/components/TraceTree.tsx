@@ -110,6 +110,7 @@ export function TraceTree({
               <div
                 key={r.id}
                 id={`row-${r.id}`}
+                data-index={item.index}
                 tabIndex={-1}
                 role="treeitem"
                 aria-level={row.depth + 1}
