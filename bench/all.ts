@@ -1,7 +1,8 @@
 /**
  * Every benchmark, one after another (they must not share the 2 cores): ingest, search, dashboards
- * and token usage, sustained load, the web console in Chromium. Arguments pass through to each, so give only the ones all of them
- * take (`npm run bench -- --store postgres`); each bench:NAME script takes its own options.
+ * and token usage, sustained load, the web console in Chromium. Arguments pass through to each, so
+ * give only the ones all of them take (`npm run bench -- --store postgres`); each bench:NAME script
+ * takes its own options.
  * Each prints its own figures and its raw baseline; this only sequences them and reports failures.
  */
 import { spawnSync } from 'node:child_process';
