@@ -16,7 +16,7 @@ import zlib from 'node:zlib';
 
 const WEB = import.meta.dirname;
 const ROOT = path.dirname(WEB);
-export const DIST = path.join(WEB, 'dist');
+const DIST = path.join(WEB, 'dist');
 const STAMP = path.join(DIST, '.sources.json');
 const ALWAYS = [
   path.join(WEB, 'index.html'),

@@ -38,7 +38,7 @@ interface Ctx {
   columns: Column[];
   problems: Map<string, string>;
   update: (id: string, fn: (n: FormNode) => FormNode | null) => void;
-  add: (groupId: string, node: FormNode) => void;
+  add: (groupId: string | null, node: FormNode) => void;
   firstColumn: () => ConditionNode;
 }
 
@@ -180,6 +180,26 @@ function ConditionRow({ c, ctx }: { c: ConditionNode; ctx: Ctx }) {
   );
 }
 
+/** Adds a condition, or an ANY group holding one, to a group (null: at the top). */
+function AddButtons({ groupId, ctx }: { groupId: string | null; ctx: Ctx }) {
+  return (
+    <>
+      <button type="button" className="button small" onClick={() => ctx.add(groupId, ctx.firstColumn())}>
+        + Condition
+      </button>
+      <button
+        type="button"
+        className="button small"
+        onClick={() =>
+          ctx.add(groupId, { kind: 'group', id: newId(), op: 'or', children: [ctx.firstColumn()] })
+        }
+      >
+        + Group
+      </button>
+    </>
+  );
+}
+
 function NodeActions({ id, ctx, notLabel = 'NOT' }: { id: string; ctx: Ctx; notLabel?: string }) {
   return (
     <span className="node-actions">
@@ -251,22 +271,7 @@ function NodeView({ node, ctx }: { node: FormNode; ctx: Ctx }) {
             )}
           </div>
           <div className="group-add">
-            <button
-              type="button"
-              className="button small"
-              onClick={() => ctx.add(node.id, ctx.firstColumn())}
-            >
-              + Condition
-            </button>
-            <button
-              type="button"
-              className="button small"
-              onClick={() =>
-                ctx.add(node.id, { kind: 'group', id: newId(), op: 'or', children: [ctx.firstColumn()] })
-              }
-            >
-              + Group
-            </button>
+            <AddButtons groupId={node.id} ctx={ctx} />
           </div>
         </fieldset>
       );
@@ -383,28 +388,8 @@ export function FilterBuilder({
         </p>
       )}
       <div className="builder-actions">
-        {!jsonMode && root?.kind !== 'group' && (
-          <>
-            <button
-              type="button"
-              className="button small"
-              onClick={() => setRoot((r) => addNode(r, null, firstColumn()))}
-            >
-              + Condition
-            </button>
-            <button
-              type="button"
-              className="button small"
-              onClick={() =>
-                setRoot((r) =>
-                  addNode(r, null, { kind: 'group', id: newId(), op: 'or', children: [firstColumn()] }),
-                )
-              }
-            >
-              + Group
-            </button>
-          </>
-        )}
+        {/* A root group has its own buttons. */}
+        {!jsonMode && root?.kind !== 'group' && <AddButtons groupId={null} ctx={ctx} />}
         <span className="spacer" />
         <button type="button" className="button small ghost" onClick={switchMode}>
           {jsonMode ? 'Edit with the builder' : 'Edit as JSON'}
