@@ -157,7 +157,9 @@ for (const store of storesUnderTest()) {
 
       await page.locator('summary', { hasText: 'Columns' }).click();
       await page.getByRole('checkbox', { name: 'customer' }).check();
+      await page.waitForURL((u) => (u.searchParams.get('cols') ?? '').includes('user_metadata/customer'));
       await page.getByRole('checkbox', { name: 'Status Code' }).uncheck();
+      await page.waitForURL((u) => !(u.searchParams.get('cols') ?? 'status_code').includes('status_code'));
       await page.locator('summary', { hasText: 'Columns' }).click();
       await page.getByLabel('Input or output contains').fill('ORDER');
       await page.getByRole('button', { name: 'Search', exact: true }).click();

@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'react';
 import type { Column } from '../lib/api-types.ts';
 
 /** Checkboxes over the run's available columns, by group; the order chosen is kept. */
@@ -18,11 +19,19 @@ export function ColumnChooser({
     list.push(c);
     groups.set(c.group_label, list);
   }
-  const toggle = (id: string, on: boolean) =>
-    onChange(on ? [...chosen.filter((c) => c !== id), id] : chosen.filter((c) => c !== id));
+  // The boxes follow a click at once; the URL (and so `chosen`) follows when the router gets to it.
+  const [picked, setPicked] = useState(chosen);
+  const chosenKey = chosen.join(',');
+  // biome-ignore lint/correctness/useExhaustiveDependencies: chosenKey stands for chosen
+  useEffect(() => setPicked(chosen), [chosenKey]);
+  const toggle = (id: string, on: boolean) => {
+    const next = on ? [...picked.filter((c) => c !== id), id] : picked.filter((c) => c !== id);
+    setPicked(next);
+    onChange(next);
+  };
   return (
     <details className="popover">
-      <summary className="button">Columns ({chosen.length})</summary>
+      <summary className="button">Columns ({picked.length})</summary>
       <div className="popover-body column-chooser">
         {[...groups].map(([group, columns]) => (
           <fieldset key={group}>
@@ -31,7 +40,7 @@ export function ColumnChooser({
               <label key={c.id} className="check">
                 <input
                   type="checkbox"
-                  checked={chosen.includes(c.id)}
+                  checked={picked.includes(c.id)}
                   onChange={(e) => toggle(c.id, e.currentTarget.checked)}
                 />
                 {c.label}
