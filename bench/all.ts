@@ -1,14 +1,24 @@
 /**
  * Every benchmark, one after another (they must not share the 2 cores): ingest, search, dashboards
  * and token usage, cost (ingestion with and without it, recompute), annotation queues, sustained
- * load, and deletes and exports (lifecycle). Arguments pass through to each, so give only the ones
- * all of them take (`npm run bench -- --store postgres`); each bench:NAME script takes its own options.
+ * load, deletes and exports (lifecycle), the web console in Chromium. Arguments pass through to each,
+ * so give only the ones all of them take (`npm run bench -- --store postgres`); each bench:NAME script
+ * takes its own options.
  * Each prints its own figures and its raw baseline; this only sequences them and reports failures.
  */
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 
-const BENCHES = ['ingest', 'search', 'dashboards', 'cost', 'annotations', 'load', 'lifecycle'] as const;
+const BENCHES = [
+  'ingest',
+  'search',
+  'dashboards',
+  'cost',
+  'annotations',
+  'load',
+  'lifecycle',
+  'console',
+] as const;
 const passThrough = process.argv.slice(2);
 const failed: string[] = [];
 

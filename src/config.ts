@@ -11,6 +11,8 @@ export interface Config {
   pgSearchPath: string | null;
   bodyLimitBytes: number;
   tokenTtlSeconds: number;
+  /** Lifetime of a console (browser) session, from sign-in. */
+  consoleSessionTtlSeconds: number;
   /** 32-byte key (hex or base64) for tokens and secret encryption; generated into dataDir when absent. */
   secretKey: string | null;
   logLevel: string;
@@ -76,6 +78,13 @@ export function loadConfig(env: Env = process.env): Config {
     pgSearchPath: env.SPANBASE_PG_SCHEMA || null,
     bodyLimitBytes: intVar(env, 'SPANBASE_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     tokenTtlSeconds: intVar(env, 'SPANBASE_TOKEN_TTL_SECONDS', 24 * 3600, 60, 365 * 24 * 3600),
+    consoleSessionTtlSeconds: intVar(
+      env,
+      'SPANBASE_CONSOLE_SESSION_TTL_SECONDS',
+      12 * 3600,
+      60,
+      90 * 24 * 3600,
+    ),
     secretKey,
     logLevel,
     logFormat,

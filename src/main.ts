@@ -37,12 +37,15 @@ export async function serve(config: Config): Promise<void> {
     process.stdout.write(
       `\nSpanbase created the first admin (${running.bootstrap.email}).\n` +
         `Its API key, shown once here and saved to ${running.bootstrap.file} (mode 0600):\n\n` +
-        `  ${running.bootstrap.apiKey}\n\n`,
+        `  ${running.bootstrap.apiKey}\n\n` +
+        'Sign in to the web console with it (Sign in with an API key instead).\n\n',
     );
   }
   const { app } = running;
   const address = await app.listen({ port: config.port, host: config.host });
-  app.log.info(`Spanbase ready: ${storeDescription(config)}; API reference at ${address}/docs`);
+  app.log.info(
+    `Spanbase ready: ${storeDescription(config)}; web console at ${address}/, API reference at ${address}/docs`,
+  );
   // SQLite: `spanbase restore` refuses to replace the files of a running server.
   const release = config.databaseUrl ? () => {} : claimDataDir(config.dataDir);
   // Graceful: stop accepting, finish the requests in flight (an answered write is committed), stop

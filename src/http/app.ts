@@ -1,3 +1,4 @@
+import cookie from '@fastify/cookie';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 'fastify';
@@ -70,6 +71,8 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   app.setValidatorCompiler(validatorCompiler);
   installErrorHandling(app);
   installUnreadBodyDrain(app, Math.max(2 * services.config.bodyLimitBytes, MIN_DISCARD_BYTES));
+  // Parses the console's session cookie before the auth hook (installAuth) reads it.
+  await app.register(cookie);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -12,6 +12,7 @@
 
 import { MAX_STARS, type TemplateConfig, type TemplateType } from '../domain/annotations.ts';
 import { RECORD_TYPES, type RecordType, SPAN_TYPES as DOMAIN_SPAN_TYPES } from '../domain/records.ts';
+import type { FilterKind } from './filter-kinds.ts';
 
 export { RECORD_TYPES, type RecordType };
 /** The span kinds, as a plain list for the column descriptors' `applicable_types`. */
@@ -25,7 +26,7 @@ export type DataType =
   | 'boolean'
   | 'timestamp'
   | 'string_list';
-export type FilterKind = 'id' | 'date' | 'number' | 'boolean' | 'collection' | 'text';
+export type { FilterKind };
 export type Category = 'standard' | 'metric' | 'user_metadata' | 'dataset_metadata' | 'tags' | 'annotation';
 export type JsonColumn = 'metrics' | 'user_metadata' | 'dataset_metadata';
 

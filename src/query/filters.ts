@@ -11,7 +11,8 @@
 import { type ErrorItem, type Loc, ValidationError } from '../domain/errors.ts';
 import { isUuid } from '../domain/ids.ts';
 import { parseTimestamp } from '../domain/time.ts';
-import { type ColumnContext, type ColumnDef, type FilterKind, lookupColumn } from './columns.ts';
+import { type ColumnContext, type ColumnDef, lookupColumn } from './columns.ts';
+import { DEFAULT_OPERATOR, FILTER_TYPES, type FilterKind, OPERATORS } from './filter-kinds.ts';
 
 export const MAX_DEPTH = 16;
 export const MAX_LEAVES = 200;
@@ -73,18 +74,6 @@ export type FilterTree =
   | LeafNode
   | { op: 'and' | 'or'; children: FilterTree[] }
   | { op: 'not'; child: FilterTree };
-
-export const OPERATORS: Record<FilterKind, readonly string[]> = {
-  id: ['eq', 'ne', 'one_of', 'not_in', 'contains'],
-  text: ['eq', 'ne', 'contains', 'one_of', 'not_in'],
-  date: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte'],
-  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'between'],
-  boolean: ['eq', 'ne'],
-  collection: ['eq', 'contains', 'one_of', 'not_in'],
-};
-
-const DEFAULT_OPERATOR: Partial<Record<FilterKind, string>> = { id: 'eq', boolean: 'eq' };
-const KINDS = ['id', 'date', 'number', 'boolean', 'collection', 'text', 'fully_annotated'];
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -164,13 +153,16 @@ function fullyAnnotated(
 function validateLeaf(json: unknown, loc: Loc, f: Faults, ctx: FilterContext): LeafNode | null {
   if (!isObject(json)) return f.add(loc, 'dict_type', 'Input should be a valid dictionary or object', json);
   const given = json.type;
-  if (given !== undefined && (typeof given !== 'string' || !KINDS.includes(given))) {
+  if (
+    given !== undefined &&
+    (typeof given !== 'string' || !(FILTER_TYPES as readonly string[]).includes(given))
+  ) {
     return f.add(
       [...loc, 'type'],
       'union_tag_invalid',
-      `Input tag '${String(given)}' found using 'type' does not match any of the expected tags: ${KINDS.map((k) => `'${k}'`).join(', ')}`,
+      `Input tag '${String(given)}' found using 'type' does not match any of the expected tags: ${FILTER_TYPES.map((k) => `'${k}'`).join(', ')}`,
       given,
-      { discriminator: "'type'", tag: String(given), expected_tags: KINDS.join(', ') },
+      { discriminator: "'type'", tag: String(given), expected_tags: FILTER_TYPES.join(', ') },
     );
   }
   if (given === 'fully_annotated') {
@@ -206,7 +198,7 @@ function validateLeaf(json: unknown, loc: Loc, f: Faults, ctx: FilterContext): L
     operator = DEFAULT_OPERATOR[kind];
     if (operator === undefined) return f.add([...loc, 'operator'], 'missing', 'Field required');
   }
-  const allowed = OPERATORS[kind];
+  const allowed: readonly string[] = OPERATORS[kind];
   if (typeof operator !== 'string' || !allowed.includes(operator)) {
     return f.add(
       [...loc, 'operator'],

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox';
-import { OPERATORS } from '../query/filters.ts';
+import { OPERATORS } from '../query/filter-kinds.ts';
 import { DateTime, Nullable, PageEnvelope, Pagination, Uuid } from './common.ts';
 
 export const CreateProject = Type.Object({

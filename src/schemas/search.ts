@@ -6,7 +6,8 @@
  * marked `x-validated-in-code` are replaced by an open schema before Ajv compiles the body.
  */
 import { type TSchema, Type } from '@sinclair/typebox';
-import { MAX_DEPTH, MAX_LEAVES, OPERATORS } from '../query/filters.ts';
+import { OPERATORS } from '../query/filter-kinds.ts';
+import { MAX_DEPTH, MAX_LEAVES } from '../query/filters.ts';
 import { DateTime, Nullable, Uuid } from './common.ts';
 import { RecordSchema } from './records.ts';
 

@@ -1,6 +1,7 @@
 import type { Config } from '../config.ts';
 import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
 import { AnnotationsRepo } from '../store/annotations.ts';
+import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
@@ -21,6 +22,7 @@ import { UsersRepo } from '../store/users.ts';
 import { AnnotationQueuesService } from './annotation-queues.ts';
 import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
+import { ConsoleSessionsService } from './console-sessions.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
@@ -48,6 +50,7 @@ export interface Services {
   store: Store;
   keyring: Keyring;
   auth: AuthService;
+  consoleSessions: ConsoleSessionsService;
   users: UsersService;
   projects: ProjectsService;
   runs: RunsService;
@@ -73,6 +76,12 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const usersRepo = new UsersRepo(store.db);
   const auth = new AuthService(usersRepo, config, keyring);
   const users = new UsersService(usersRepo, auth, config);
+  const consoleSessions = new ConsoleSessionsService(
+    new ConsoleSessionsRepo(store.db),
+    auth,
+    config,
+    keyring,
+  );
   const projects = new ProjectsService(new ProjectsRepo(store.db), usersRepo);
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
@@ -148,6 +157,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     store,
     keyring,
     auth,
+    consoleSessions,
     users,
     projects,
     runs,

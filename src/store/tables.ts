@@ -335,6 +335,14 @@ export interface LeasesTable {
   expires_at: number;
 }
 
+export interface ConsoleSessionsTable {
+  /** SHA-256 of the cookie's token (hex). */
+  token_hash: string;
+  user_id: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -366,4 +374,5 @@ export interface DB {
   annotation_queue_members: AnnotationQueueMembersTable;
   annotation_queue_records: AnnotationQueueRecordsTable;
   leases: LeasesTable;
+  console_sessions: ConsoleSessionsTable;
 }

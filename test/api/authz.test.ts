@@ -118,6 +118,12 @@ export const RULES: Record<string, RouteRule> = {
     build: (c) => ({ body: { username: c.w.owner.email, password: c.w.owner.password } }),
   },
   'POST /v2/login/api_key': { ...pub, build: (c) => ({ body: { api_key: c.w.owner.key } }) },
+  // The web console's cookie session (test/api/console-session.test.ts covers the cookie itself).
+  'POST /v2/console/login': {
+    ...pub,
+    build: (c) => ({ body: { email: c.w.owner.email, password: c.w.owner.password } }),
+  },
+  'POST /v2/console/logout': self,
   'GET /v2/current_user': self,
   'POST /v2/users': { ...admin, build: () => ({ body: { email: `${uniq('u')}@example.com` } }) },
   'GET /v2/users': admin,

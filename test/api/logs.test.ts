@@ -25,7 +25,9 @@ test('JSON lines: the start-up line names the store and /docs; SIGTERM logs the 
     const messages = records.map((r) => r.msg);
     assert.ok(
       messages.some(
-        (m) => m === `Spanbase ready: SQLite in ${server.dataDir}; API reference at ${server.url}/docs`,
+        (m) =>
+          m ===
+          `Spanbase ready: SQLite in ${server.dataDir}; web console at ${server.url}/, API reference at ${server.url}/docs`,
       ),
       messages.join('\n'),
     );

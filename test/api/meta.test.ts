@@ -43,10 +43,10 @@ for (const store of storesUnderTest()) {
       assert.match(r.body, /<html/i);
     });
 
-    test('/ sends a browser to the API reference', async () => {
+    test('/ is the web console: a browser that has not signed in is sent to its sign-in page', async () => {
       const r = await s.call('GET', '/', undefined, null);
       assert.equal(r.status, 302);
-      assert.equal(r.headers.location, '/docs');
+      assert.equal(r.headers.location, '/login?next=%2F');
     });
 
     test('every OpenAPI operation has a summary, the OTLP aliases included', async () => {

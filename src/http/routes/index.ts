@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import annotationRoutes from './annotations.ts';
 import compatRoutes from './compat.ts';
+import consolePages from './console-pages.ts';
+import consoleRoutes from './console.ts';
 import dashboardRoutes from './dashboards.ts';
 import docsRoutes from './docs.ts';
 import healthRoutes from './health.ts';
@@ -12,7 +14,6 @@ import operationsRoutes from './operations.ts';
 import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
-import rootRoutes from './root.ts';
 import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
@@ -38,7 +39,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     otelRoutes,
     compatRoutes,
     docsRoutes,
-    rootRoutes,
+    consoleRoutes,
+    consolePages,
   ]) {
     await app.register(plugin);
   }

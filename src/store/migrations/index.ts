@@ -11,6 +11,7 @@ import * as caseFold from './009_case_fold.ts';
 import * as costs from './010_costs.ts';
 import * as annotations from './012_annotations.ts';
 import * as lifecycle from './013_lifecycle.ts';
+import * as consoleSessions from './011_console_sessions.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '010_costs': costs,
   '012_annotations': annotations,
   '013_lifecycle': lifecycle,
+  '011_console_sessions': consoleSessions,
 };

@@ -1,0 +1,74 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { SESSION_COOKIE } from '../console-cookies.ts';
+
+/** Where `vite build` writes the console (web/vite.config.ts). */
+export const CONSOLE_DIST = path.resolve(import.meta.dirname, '../../../web/dist');
+
+/** Paths the console's router owns; each answers its single page. */
+const PAGES = ['/', '/login', '/projects', '/projects/*'];
+
+/**
+ * The page scripts may only talk to this origin and load their own files: no inline script or style,
+ * no third-party anything. (React sets the waterfall's positions through the CSSOM, which style-src
+ * does not restrict.)
+ */
+const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Spanbase</title>
+<p>The Spanbase console is not built. Run <code>npm run build:web</code> (or <code>npm install</code>) and reload.
+The API is up: see <a href="/docs">/docs</a>.</p>`;
+
+/**
+ * The web console: its built files under /assets (public: they hold no data) and its pages. A page
+ * other than /login opened without a console session redirects to /login?next=..., so a browser that
+ * has not signed in gets nothing but the sign-in form.
+ */
+export default async function consolePages(app: FastifyInstance) {
+  const { consoleSessions } = app.services;
+  // Public like the documentation: reaches the static plugin's own routes too (this scope only).
+  app.addHook('onRoute', (route) => {
+    route.config = { ...(route.config as object), public: true } as typeof route.config;
+  });
+  await app.register(fastifyStatic, {
+    root: path.join(CONSOLE_DIST, 'assets'),
+    prefix: '/assets/',
+    // build:web writes .br and .gz beside each file; file names carry a content hash.
+    preCompressed: true,
+    immutable: true,
+    maxAge: '365d',
+    decorateReply: false,
+  });
+
+  const signedIn = async (req: FastifyRequest) => {
+    const token = req.cookies[SESSION_COOKIE];
+    return token !== undefined && (await consoleSessions.authenticate(token)) !== undefined;
+  };
+
+  const page = async (req: FastifyRequest, reply: FastifyReply) => {
+    reply.header('cache-control', 'no-store').header('content-security-policy', CSP);
+    reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
+    if (req.routeOptions.url !== '/login' && !(await signedIn(req))) {
+      return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 302);
+    }
+    let html: string;
+    try {
+      html = await fs.readFile(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
+    } catch {
+      return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT);
+    }
+    return reply.type('text/html; charset=utf-8').send(html);
+  };
+  for (const url of PAGES) app.get(url, { schema: { hide: true } }, page);
+}

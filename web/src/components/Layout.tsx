@@ -1,0 +1,44 @@
+import { createContext, useContext } from 'react';
+import { Link, Outlet } from 'react-router';
+import type { User } from '../lib/api-types.ts';
+import { get, post } from '../lib/api.ts';
+import { useApi } from '../lib/use-api.ts';
+import { ErrorNote } from './ErrorNote.tsx';
+
+const UserContext = createContext<User | null>(null);
+export const useUser = () => useContext(UserContext);
+
+async function logOut() {
+  try {
+    await post('/v2/console/logout');
+  } finally {
+    window.location.assign('/login');
+  }
+}
+
+/** Every signed-in page: the top bar (home, who is signed in, log out) above the page. */
+export function Layout() {
+  const me = useApi('me', () => get<User>('/v2/current_user'));
+  return (
+    <UserContext.Provider value={me.data ?? null}>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="topbar">
+        <Link to="/" className="brand" aria-label="Spanbase projects">
+          <span className="brand-mark" aria-hidden="true" />
+          Spanbase
+        </Link>
+        <nav className="topbar-right" aria-label="Account">
+          {me.data && <span className="who">{me.data.email}</span>}
+          <button type="button" className="button ghost" onClick={logOut}>
+            Log out
+          </button>
+        </nav>
+      </header>
+      <main id="main" className="page">
+        {me.error ? <ErrorNote error={me.error} retry={me.reload} /> : <Outlet />}
+      </main>
+    </UserContext.Provider>
+  );
+}

@@ -1,0 +1,122 @@
+import { Link, useNavigate } from 'react-router';
+import type { ApiRecord, Column } from '../lib/api-types.ts';
+import { cellClass, cellText, cellValue, columnTitle, isNumericColumn } from '../lib/cells.ts';
+import type { Sort } from '../lib/list-view.ts';
+import { KindIcon } from './KindIcon.tsx';
+
+function Cell({ record, id, column }: { record: ApiRecord; id: string; column: Column | undefined }) {
+  const value = cellValue(record, id);
+  if (id === 'type' && typeof value === 'string') {
+    return (
+      <span className="type-cell">
+        <KindIcon type={value} /> {value}
+      </span>
+    );
+  }
+  if (id === 'tags' && Array.isArray(value)) {
+    return (
+      <span className="tags">
+        {value.map((t) => (
+          <span key={String(t)} className="tag">
+            {String(t)}
+          </span>
+        ))}
+      </span>
+    );
+  }
+  if (id === 'status_code' && typeof value === 'number') {
+    return <span className={value >= 400 ? 'status bad' : 'status'}>{value}</span>;
+  }
+  const text = cellText(value, id, column);
+  return id === 'input' || id === 'output' ? <span className="clip">{text}</span> : text;
+}
+
+/**
+ * One page of records. Sortable headers are buttons (aria-sort says the order); each row opens its
+ * record, by click anywhere on it or by the link in its first cell (keyboard).
+ */
+export function RecordTable({
+  records,
+  columnIds,
+  catalogue,
+  sort,
+  onSort,
+  hrefOf,
+  label,
+}: {
+  records: ApiRecord[];
+  columnIds: string[];
+  catalogue: Map<string, Column>;
+  sort: Sort | null;
+  onSort: (sort: Sort | null) => void;
+  hrefOf: (record: ApiRecord, index: number) => string;
+  label: string;
+}) {
+  const navigate = useNavigate();
+  const nextSort = (id: string): Sort | null => {
+    if (sort?.name !== id) return { name: id, ascending: true };
+    return sort.ascending ? { name: id, ascending: false } : null;
+  };
+  return (
+    <div className="table-wrap">
+      <table className="table records" aria-label={label}>
+        <thead>
+          <tr>
+            <th scope="col" className="open-col">
+              <span className="visually-hidden">Open</span>
+            </th>
+            {columnIds.map((id) => {
+              const column = catalogue.get(id);
+              const title = columnTitle(column, id);
+              const sorted = sort?.name === id ? (sort.ascending ? 'ascending' : 'descending') : 'none';
+              return (
+                <th
+                  key={id}
+                  scope="col"
+                  aria-sort={sorted}
+                  className={isNumericColumn(column, id) ? 'num' : undefined}
+                >
+                  {column?.sortable ? (
+                    <button type="button" className="sort" onClick={() => onSort(nextSort(id))}>
+                      {title}
+                      <span aria-hidden="true" className="sort-mark">
+                        {sorted === 'ascending' ? '▲' : sorted === 'descending' ? '▼' : '↕'}
+                      </span>
+                    </button>
+                  ) : (
+                    title
+                  )}
+                </th>
+              );
+            })}
+          </tr>
+        </thead>
+        <tbody>
+          {records.map((r, i) => {
+            const href = hrefOf(r, i);
+            return (
+              <tr
+                key={r.id}
+                onClick={(e) => {
+                  if ((e.target as HTMLElement).closest('a, button')) return;
+                  navigate(href);
+                }}
+              >
+                <td className="open-col">
+                  <Link to={href} aria-label={`Open ${r.type} ${r.name || r.id}`} className="open-link">
+                    ›
+                  </Link>
+                </td>
+                {columnIds.map((id) => (
+                  <td key={id} className={cellClass(catalogue.get(id), id)}>
+                    <Cell record={r} id={id} column={catalogue.get(id)} />
+                  </td>
+                ))}
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}

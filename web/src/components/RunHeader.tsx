@@ -1,0 +1,75 @@
+import { NavLink } from 'react-router';
+import { get } from '../lib/api.ts';
+import type { Project, RecordTab, Run, RunKind } from '../lib/api-types.ts';
+import { useApi } from '../lib/use-api.ts';
+import { type Crumb, Crumbs } from './Crumbs.tsx';
+import { ErrorNote } from './ErrorNote.tsx';
+
+export const runBase = (projectId: string, kind: RunKind, runId: string) =>
+  `/projects/${projectId}/${kind}/${runId}`;
+
+/** The project and run a page is in (names for the breadcrumb; the run's counts). */
+export function useRunInfo(projectId: string, kind: RunKind, runId: string) {
+  const project = useApi(`project/${projectId}`, () => get<Project>(`/v2/projects/${projectId}`));
+  const run = useApi(`${kind}/${projectId}/${runId}`, () =>
+    get<Run>(`/v2/projects/${projectId}/${kind}/${runId}`),
+  );
+  return { project, run };
+}
+
+const TABS: { tab: RecordTab; label: string }[] = [
+  { tab: 'traces', label: 'Traces' },
+  { tab: 'spans', label: 'Spans' },
+  { tab: 'sessions', label: 'Sessions' },
+];
+
+/** Breadcrumb, run name and the run's record tabs. */
+export function RunHeader({
+  projectId,
+  kind,
+  runId,
+  info,
+  tail = [],
+  tabs = true,
+}: {
+  projectId: string;
+  kind: RunKind;
+  runId: string;
+  info: ReturnType<typeof useRunInfo>;
+  tail?: Crumb[];
+  tabs?: boolean;
+}) {
+  const base = runBase(projectId, kind, runId);
+  const runName = info.run.data?.name ?? '…';
+  const error = info.project.error ?? info.run.error;
+  return (
+    <>
+      <Crumbs
+        items={[
+          { label: 'Projects', to: '/' },
+          { label: info.project.data?.name ?? '…', to: `/projects/${projectId}` },
+          {
+            label: `${kind === 'experiments' ? 'Experiment' : 'Log stream'}: ${runName}`,
+            to: `${base}/traces`,
+          },
+          ...tail,
+        ]}
+      />
+      {error && <ErrorNote error={error} />}
+      {tabs && (
+        <nav className="tabs" aria-label="Record types">
+          {TABS.map((t) => (
+            <NavLink
+              key={t.tab}
+              to={`${base}/${t.tab}`}
+              end
+              className={({ isActive }) => (isActive ? 'tab active' : 'tab')}
+            >
+              {t.label}
+            </NavLink>
+          ))}
+        </nav>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,26 @@
+/**
+ * The API's shapes, as the server's TypeBox schemas define them (type-only imports: nothing of the
+ * server reaches the bundle).
+ */
+import type { Static } from '@sinclair/typebox';
+import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schemas/console.ts';
+import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
+import type { RecordSchema } from '../../../src/schemas/records.ts';
+import type { ColumnDescriptor, SearchRecordsPage } from '../../../src/schemas/search.ts';
+import type { User as UserSchema } from '../../../src/schemas/users.ts';
+
+export type ApiRecord = Static<typeof RecordSchema>;
+export type Project = Static<typeof ProjectSchema>;
+export type Run = Static<typeof RunSchema>;
+export type Column = Static<typeof ColumnDescriptor>;
+export type RecordsPage = Static<typeof SearchRecordsPage>;
+export type User = Static<typeof UserSchema>;
+export type ConsoleSession = Static<typeof ConsoleSessionSchema>;
+
+/** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
+export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };
+/** A session as GET .../sessions/{id} answers it. */
+export type SessionRecord = ApiRecord & { traces: ApiRecord[] };
+
+export type RecordTab = 'traces' | 'spans' | 'sessions';
+export type RunKind = 'log_streams' | 'experiments';

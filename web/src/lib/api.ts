@@ -1,0 +1,78 @@
+/**
+ * The console's one way to the HTTP API: same-origin fetch with the session cookie, the CSRF token
+ * on every request that may change something, errors turned into readable messages, and a 401
+ * (the session ended) sending the browser back to the sign-in page.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const CSRF_COOKIE = 'spanbase_csrf';
+
+function csrfToken(): string {
+  for (const part of document.cookie.split(';')) {
+    const [name, ...rest] = part.trim().split('=');
+    if (name === CSRF_COOKIE) return decodeURIComponent(rest.join('='));
+  }
+  return '';
+}
+
+interface ErrorItem {
+  loc?: (string | number)[];
+  msg?: string;
+}
+
+/** The `detail` of an error answer as one sentence: a string as it is, 422 items as "where: what". */
+export function errorText(status: number, body: unknown): string {
+  const detail = (body as { detail?: unknown } | null)?.detail;
+  if (typeof detail === 'string') return detail;
+  if (Array.isArray(detail)) {
+    return (detail as ErrorItem[])
+      .map(
+        (d) => `${(d.loc ?? []).filter((p) => p !== 'body').join('.') || 'request'}: ${d.msg ?? 'invalid'}`,
+      )
+      .join('; ');
+  }
+  return `The server answered ${status}`;
+}
+
+export function loginUrl(next = window.location.pathname + window.location.search): string {
+  return `/login?next=${encodeURIComponent(next)}`;
+}
+
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET') headers['x-csrf-token'] = csrfToken();
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin',
+    });
+  } catch {
+    throw new ApiError(0, 'Spanbase cannot be reached: check that the server is running');
+  }
+  const text = await res.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (res.status === 401 && !path.startsWith('/v2/console/login')) {
+    window.location.assign(loginUrl());
+  }
+  if (!res.ok) throw new ApiError(res.status, errorText(res.status, parsed));
+  return parsed as T;
+}
+
+export const get = <T>(path: string) => api<T>('GET', path);
+export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body ?? {});

@@ -1,0 +1,46 @@
+/** Numbers, durations and dates as the console shows them. */
+
+export function formatDuration(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '';
+  if (ms < 1) return `${Math.round(ms * 1000)} µs`;
+  if (ms < 1000) return `${ms < 10 ? ms.toFixed(1) : Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`;
+  const min = Math.floor(ms / 60_000);
+  return `${min} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export const formatNs = (ns: unknown) => (typeof ns === 'number' ? formatDuration(ns / 1e6) : '');
+
+const integer = new Intl.NumberFormat('en-US');
+export const formatCount = (n: unknown) => (typeof n === 'number' ? integer.format(n) : '');
+
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return iso;
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+/** ISO → the value of a datetime-local input (local time), and back. */
+export function isoToLocalInput(iso: string | null): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+export function localInputToIso(value: string): string | null {
+  if (!value) return null;
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? null : d.toISOString();
+}
+
+export const totalTokens = (metrics: Record<string, number> | undefined) => {
+  if (!metrics) return null;
+  if (typeof metrics.num_total_tokens === 'number') return metrics.num_total_tokens;
+  const i = metrics.num_input_tokens;
+  const o = metrics.num_output_tokens;
+  return typeof i === 'number' || typeof o === 'number' ? (i ?? 0) + (o ?? 0) : null;
+};

@@ -1,0 +1,45 @@
+import { Navigate, createBrowserRouter, useParams } from 'react-router';
+import { Layout } from './components/Layout.tsx';
+import { LoginPage } from './pages/LoginPage.tsx';
+import { NotFoundPage } from './pages/NotFoundPage.tsx';
+import { ProjectPage } from './pages/ProjectPage.tsx';
+import { ProjectsPage } from './pages/ProjectsPage.tsx';
+import { RecordsPage } from './pages/RecordsPage.tsx';
+import { SessionPage } from './pages/SessionPage.tsx';
+import { TracePage } from './pages/TracePage.tsx';
+
+function RunHome() {
+  const { projectId, runId } = useParams();
+  return <Navigate to="traces" replace relative="path" key={`${projectId}/${runId}`} />;
+}
+
+/** One run's pages, the same under log_streams/ and experiments/. */
+const runRoutes = (kind: 'log_streams' | 'experiments') => ({
+  path: `projects/:projectId/${kind}/:runId`,
+  handle: { runKind: kind },
+  children: [
+    { index: true, element: <RunHome /> },
+    { path: 'traces', element: <RecordsPage tab="traces" runKind={kind} /> },
+    { path: 'spans', element: <RecordsPage tab="spans" runKind={kind} /> },
+    { path: 'sessions', element: <RecordsPage tab="sessions" runKind={kind} /> },
+    { path: 'traces/:traceId', element: <TracePage runKind={kind} /> },
+    { path: 'spans/:spanId', element: <TracePage runKind={kind} /> },
+    { path: 'sessions/:sessionId', element: <SessionPage runKind={kind} /> },
+  ],
+});
+
+export const router = createBrowserRouter([
+  { path: '/login', element: <LoginPage /> },
+  {
+    path: '/',
+    element: <Layout />,
+    children: [
+      { index: true, element: <ProjectsPage /> },
+      { path: 'projects', element: <ProjectsPage /> },
+      { path: 'projects/:projectId', element: <ProjectPage /> },
+      runRoutes('log_streams'),
+      runRoutes('experiments'),
+      { path: '*', element: <NotFoundPage /> },
+    ],
+  },
+]);
