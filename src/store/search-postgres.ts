@@ -9,7 +9,7 @@ import type { RecordRow, StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
-import { type RecordSearch, type SearchStore, pageQuery } from './search-query.ts';
+import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
 import { PgTextCandidates, pgIndexableLeaves } from './search-text-pg.ts';
 import type { DB } from './tables.ts';
 
@@ -31,7 +31,7 @@ export class PgSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    return pageQuery(db.selectFrom('records').selectAll('records'), q, { dialect: 'postgres', candidates });
+    return pageQuery(recordsFrom(db, q).selectAll('records'), q, { dialect: 'postgres', candidates });
   }
 
   /**

@@ -68,8 +68,24 @@ export interface TextIndexer {
 }
 
 /**
- * The records a search finds, over `base` (a select from `records`): scope (a run or the project,
- * and a queue), types and filters with their text candidates, without order or page. `drive`
+ * What a search selects from: `records`, or for a queue search the queue's entries then their
+ * records. The queue drives (SQLite keeps the left table of a CROSS JOIN as the outer loop; with
+ * statistics it would rather scan every record and sort): its (queue_id, record_created_at,
+ * record_id) index gives the native order without a sort, and only the queue's records are read.
+ */
+export function recordsFrom(db: Kysely<DB>, q: RecordSearch) {
+  const records = db.selectFrom('records');
+  if (!q.queueId) return records;
+  return db
+    .selectFrom('annotation_queue_records as aq')
+    .crossJoin('records')
+    .whereRef('records.id', '=', 'aq.record_id')
+    .where('aq.queue_id', '=', q.queueId) as unknown as typeof records;
+}
+
+/**
+ * The records a search finds, over `base` (a select from `recordsFrom`): scope (a run or the
+ * project), types and filters with their text candidates, without order or page. `drive`
  * (SQLite): a candidate set small enough to read directly instead of walking the run's records in
  * sort order; the unary `+` keeps SQLite from choosing the run index over those rowids.
  */
@@ -85,12 +101,6 @@ export function matchQuery<O>(
     query = query.where(
       sql<SqlBool>`${sql.ref('records.rowid')} in (select value from json_each(${JSON.stringify(o.drive)}))`,
     );
-  // A queue search reads the queue's records through its (queue_id, record_created_at, record_id)
-  // index, in the native order when no sort is given.
-  if (q.queueId)
-    query = (query as SelectQueryBuilder<any, any, O>)
-      .innerJoin('annotation_queue_records as aq', 'aq.record_id', 'records.id')
-      .where('aq.queue_id', '=', q.queueId) as unknown as SelectQueryBuilder<DB, 'records', O>;
   // A run id already implies the project (the service checked it); leaving project_id out lets the
   // (run_id, type, created_at, id) index answer without reading rows.
   query =

@@ -15,7 +15,7 @@ import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
 import { pageJsonStatement } from './search-json.ts';
-import { type RecordSearch, type SearchStore, pageQuery } from './search-query.ts';
+import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
 import { SqliteTextCandidates } from './search-text.ts';
 import type { DB } from './tables.ts';
 
@@ -91,7 +91,7 @@ export class SqliteSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    return pageQuery(db.selectFrom('records').selectAll('records'), q, this.queryOptions(q, candidates));
+    return pageQuery(recordsFrom(db, q).selectAll('records'), q, this.queryOptions(q, candidates));
   }
 
   /**
@@ -105,7 +105,7 @@ export class SqliteSearch implements SearchStore {
     candidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', { rid: number }> {
     return pageQuery(
-      db.selectFrom('records').select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
+      recordsFrom(db, q).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
       q,
       this.queryOptions(q, candidates),
     );
