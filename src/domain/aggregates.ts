@@ -1,9 +1,9 @@
 /**
  * Derived values of sessions and traces recomputed from the children they still have (after a
  * delete), with the meaning ingestion gives them incrementally (domain/ingest-plan.ts): a session's
- * trace count, token sums, first and last trace and duration; a trace's span count, token sums over
- * its llm spans (for the keys its client did not set), and children waiting for a parent that has not
- * arrived; a span's child count.
+ * trace count, token and cost sums, first and last trace and duration; a trace's span count, token
+ * and cost sums over its llm spans (for the keys its client did not set), and children waiting for a
+ * parent that has not arrived; a span's child count. A cost sum is null when no record summed has one.
  */
 import { type SessionAgg, TOKEN_METRICS, type TokenMetric } from './records.ts';
 
@@ -11,12 +11,16 @@ export type Tokens = Record<TokenMetric, number | null>;
 
 export interface TraceFacts extends Tokens {
   id: string;
+  /** `metrics.cost`, or null. */
+  cost: number | null;
   created_at: number;
   duration_ns: number | null;
 }
 
 export interface SpanFacts extends Tokens {
   id: string;
+  /** `metrics.cost`, or null. */
+  cost: number | null;
   parent_id: string | null;
   type: string;
 }
@@ -32,9 +36,17 @@ function sumTokens(rows: readonly Tokens[]): Tokens {
   return out;
 }
 
+/** The sum of the costs that are set; null where none is (as ingestion keeps it). */
+function sumCost(rows: readonly { cost: number | null }[]): number | null {
+  let sum: number | null = null;
+  for (const r of rows) if (r.cost !== null && r.cost !== undefined) sum = (sum ?? 0) + Number(r.cost);
+  return sum;
+}
+
 export interface SessionAggregate {
   numTraces: number;
   tokens: Tokens;
+  cost: number | null;
   /** Null when no trace is left. */
   agg: SessionAgg | null;
   duration_ns: number | null;
@@ -67,6 +79,7 @@ export function sessionAggregate(traces: readonly TraceFacts[]): SessionAggregat
   return {
     numTraces: traces.length,
     tokens: sumTokens(traces),
+    cost: sumCost(traces),
     agg,
     duration_ns: agg ? (agg.eu - agg.fc) * 1000 + agg.ed : null,
   };
@@ -76,6 +89,8 @@ export interface TraceAggregate {
   numSpans: number;
   /** Sums over the llm spans, for the token keys the client did not set on the trace. */
   tokens: Partial<Tokens>;
+  /** Sum of the llm spans' costs; undefined when the client set the trace's cost itself. */
+  cost: number | null | undefined;
   /** Spans whose parent is not stored, counted by that parent's id (absent when none). */
   pend: Record<string, number> | undefined;
   /** Direct children of each span that has any. */
@@ -88,9 +103,11 @@ export function traceAggregate(
   clientSet: readonly string[],
   spans: readonly SpanFacts[],
 ): TraceAggregate {
-  const sums = sumTokens(spans.filter((s) => s.type === 'llm'));
+  const llm = spans.filter((s) => s.type === 'llm');
+  const sums = sumTokens(llm);
   const tokens: Partial<Tokens> = {};
   for (const k of TOKEN_METRICS) if (!clientSet.includes(k)) tokens[k] = sums[k];
+  const cost = clientSet.includes('cost') ? undefined : sumCost(llm);
   const ids = new Set(spans.map((s) => s.id));
   const children = new Map<string, number>();
   let pend: Record<string, number> | undefined;
@@ -103,7 +120,7 @@ export function traceAggregate(
       pend[p] = (pend[p] ?? 0) + 1;
     }
   }
-  return { numSpans: spans.length, tokens, pend, children };
+  return { numSpans: spans.length, tokens, cost, pend, children };
 }
 
 /** The ids of `roots` and of every span below them. */

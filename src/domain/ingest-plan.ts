@@ -122,7 +122,7 @@ const parseMetrics = (text: string | null): Record<string, number> =>
   text === null ? {} : (JSON.parse(text) as Record<string, number>);
 
 /** The `cost` of a metrics JSON text, or null. */
-function storedCost(text: string | null): number | null {
+export function storedCost(text: string | null): number | null {
   // Most rows carry no other metric: skip the parse when the key cannot be there.
   if (text === null || !text.includes('"cost"')) return null;
   const v = parseMetrics(text).cost;
@@ -130,7 +130,7 @@ function storedCost(text: string | null): number | null {
 }
 
 /** A metrics JSON text with `cost` set (or removed, for null). */
-function withCost(text: string | null, cost: number | null): string | null {
+export function withCost(text: string | null, cost: number | null): string | null {
   if (text === null) return cost === null ? null : JSON.stringify({ cost });
   const m = parseMetrics(text);
   if (cost === null) delete m.cost;

@@ -1,11 +1,15 @@
 /**
  * Deleting records with everything derived from them, one batch of root records per transaction:
  * a session goes with its traces, a trace with its spans, a span with the spans below it. In the
- * same transaction: the run's trace and span counts, the token-usage day rollups, the aggregates of
- * the sessions and traces that lose children (recomputed from what is left, domain/aggregates.ts),
- * the child counts of surviving parent spans, and the column catalogue (an entry whose first or last
+ * same transaction: the deleted records' annotations, annotation aggregates and places in annotation
+ * queues (those tables hold record ids without a foreign key), the run's trace and span counts, the
+ * token-usage day rollups (tokens and cost), the aggregates of the sessions and traces that lose
+ * children (token and cost sums among them, recomputed from what is left, domain/aggregates.ts), the
+ * child counts of surviving parent spans, and the column catalogue (an entry whose first or last
  * sighting was a deleted record is narrowed to the records left, or removed). The text indexes follow
  * by their own triggers (migrations 004 and 008): a deleted record is never a search hit again.
+ * `run_models` stays: it lists the models seen in a run (for prices to add), not the models of the
+ * records left, and a model's price still applies to spans of it sent later.
  *
  * The steps of a batch are written once, as a generator that yields the statements it runs and
  * receives their rows (as ingestion's flows do, store/ingest-flow.ts). SQLite runs it synchronously on
@@ -27,7 +31,7 @@ import {
   traceAggregate,
 } from '../domain/aggregates.ts';
 import { type CatalogueScalar, catalogueDataType, forEachColumnKey } from '../domain/catalogue.ts';
-import { DAY_US } from '../domain/ingest-plan.ts';
+import { DAY_US, storedCost, withCost } from '../domain/ingest-plan.ts';
 import { PROMOTED_METRICS, type RecordBody, SPAN_TYPES, TOKEN_METRICS } from '../domain/records.ts';
 import { nowUs } from '../domain/time.ts';
 import { type Store, parseJson } from './db.ts';
@@ -69,6 +73,13 @@ type SpanRow = SpanFacts & { trace_id: string; num_children: number };
 /** One batch's statements, yielded in order; each receives its rows. */
 type DeleteFlow = Generator<CompiledQuery, DeleteCounts, Row[]>;
 type Promoted = Record<(typeof PROMOTED_METRICS)[number], number | null>;
+/** A trace's or session's cost moved by a recompute (the catalogue follows). */
+type CostMoved = (type: string, at: number, before: number | null, after: number | null) => void;
+
+/** The metrics JSON as text (PostgreSQL hands jsonb back parsed). */
+const metricsText = (v: unknown): string | null =>
+  v === null || v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v);
+const costOf = (metrics: unknown) => storedCost(metricsText(metrics));
 
 interface Touched {
   column: string;
@@ -237,12 +248,17 @@ export class RecordDeletes {
       yield* this.lock(traceIds);
       sessions = distinct(roots.map((r) => r.session_id));
       yield* this.lock(sessions);
-      const spans = (yield db
-        .selectFrom('records')
-        .select(['id', 'parent_id', 'type', 'trace_id', 'num_children', ...TOKEN_METRICS])
-        .where(this.idIn('records.trace_id', traceIds))
-        .where('type', '<>', 'trace')
-        .compile()) as SpanRow[];
+      const spans = (
+        (yield db
+          .selectFrom('records')
+          .select(['id', 'parent_id', 'type', 'trace_id', 'num_children', 'metrics', ...TOKEN_METRICS])
+          .where(this.idIn('records.trace_id', traceIds))
+          .where('type', '<>', 'trace')
+          .compile()) as (SpanRow & { metrics: unknown })[]
+      ).map(({ metrics, ...sp }) => ({
+        ...sp,
+        cost: sp.type === 'llm' ? costOf(metrics) : null,
+      }));
       const gone = subtreeOf(spans, rootIds);
       deleted = yield* this.deleteWhere(this.idIn('records.id', [...gone]), runId);
       traceSpans = new Map(traceIds.map((t) => [t, []]));
@@ -275,14 +291,36 @@ export class RecordDeletes {
       );
     }
 
+    const costs: { type: string; at: number; cost: number }[] = [];
+    const costMoved: CostMoved = (type, at, before, after) => {
+      if (before !== null) touch(type, at, 'metrics/cost', before);
+      if (after !== null) costs.push({ type, at, cost: after });
+    };
+
+    const deletedIds = new Set(deleted.map((d) => d.id));
+    yield* this.feedback([...deletedIds]);
     yield* this.runCounts(runId, deleted);
     yield* this.tokenUsage(runId, deleted, now);
-    if (traceSpans.size) yield* this.recomputeTraces(traceSpans, now, touchPromoted);
-    const deletedIds = new Set(deleted.map((d) => d.id));
+    if (traceSpans.size) yield* this.recomputeTraces(traceSpans, now, touchPromoted, costMoved);
     const surviving = sessions.filter((x) => !deletedIds.has(x));
-    if (surviving.length) yield* this.recomputeSessions(surviving, now, touchPromoted);
+    if (surviving.length) yield* this.recomputeSessions(surviving, now, touchPromoted, costMoved);
+    for (const c of costs) yield* this.widenCatalogue(runId, c.type, c.at, c.cost);
     for (const t of touched.values()) yield* this.narrowCatalogue(runId, t);
     return { roots: roots.length, records: deleted.length };
+  }
+
+  /** The annotations, annotation aggregates and queue places of deleted records. */
+  private *feedback(ids: string[]): Generator<CompiledQuery, void, Row[]> {
+    if (!ids.length) return;
+    yield this.db.deleteFrom('annotations').where(this.idIn('annotations.record_id', ids)).compile();
+    yield this.db
+      .deleteFrom('annotation_aggregates')
+      .where(this.idIn('annotation_aggregates.record_id', ids))
+      .compile();
+    yield this.db
+      .deleteFrom('annotation_queue_records')
+      .where(this.idIn('annotation_queue_records.record_id', ids))
+      .compile();
   }
 
   private *runCounts(runId: string, deleted: Deleted[]): Generator<CompiledQuery, void, Row[]> {
@@ -299,21 +337,28 @@ export class RecordDeletes {
       .compile();
   }
 
-  /** Takes the tokens of deleted llm spans off their days; a day left with none goes. */
+  /**
+   * Takes the tokens and cost of deleted llm spans off their days. A day whose llm spans left have no
+   * cost gets a null cost again (as if they alone had been sent); a day left with no tokens and no
+   * cost goes.
+   */
   private *tokenUsage(runId: string, deleted: Deleted[], now: number): Generator<CompiledQuery, void, Row[]> {
-    const days = new Map<number, [number, number, number, number]>();
+    const days = new Map<number, { tokens: [number, number, number, number]; cost: number | null }>();
     for (const d of deleted) {
       if (d.type !== 'llm') continue;
       const day = Math.floor(Number(d.created_at) / DAY_US) * DAY_US;
-      const t = days.get(day) ?? [0, 0, 0, 0];
-      t[0] += Number(d.num_input_tokens ?? 0);
-      t[1] += Number(d.num_output_tokens ?? 0);
-      t[2] += Number(d.num_cache_read_input_tokens ?? 0);
-      t[3] += Number(d.num_cache_creation_input_tokens ?? 0);
+      const t = days.get(day) ?? { tokens: [0, 0, 0, 0], cost: null };
+      t.tokens[0] += Number(d.num_input_tokens ?? 0);
+      t.tokens[1] += Number(d.num_output_tokens ?? 0);
+      t.tokens[2] += Number(d.num_cache_read_input_tokens ?? 0);
+      t.tokens[3] += Number(d.num_cache_creation_input_tokens ?? 0);
+      const cost = costOf(d.metrics);
+      if (cost !== null) t.cost = (t.cost ?? 0) + cost;
       days.set(day, t);
     }
-    for (const [day, [i, o, r, c]] of days) {
-      if (!i && !o && !r && !c) continue;
+    const changed = [...days].filter(([, t]) => t.tokens.some((x) => x !== 0) || t.cost !== null);
+    for (const [day, { tokens, cost }] of changed) {
+      const [i, o, r, c] = tokens;
       yield this.db
         .updateTable('token_usage')
         .set((eb) => ({
@@ -321,36 +366,94 @@ export class RecordDeletes {
           output_tokens: eb('output_tokens', '-', o),
           cache_read_input_tokens: eb('cache_read_input_tokens', '-', r),
           cache_creation_input_tokens: eb('cache_creation_input_tokens', '-', c),
+          ...(cost === null ? {} : { cost: eb('cost', '-', cost) }),
           updated_at: now,
         }))
         .where('log_stream_id', '=', runId)
         .where('day', '=', day)
         .compile();
     }
-    if (days.size) {
+    const priced = changed.filter(([, t]) => t.cost !== null).map(([day]) => day);
+    for (const day of priced) {
+      yield this.db
+        .updateTable('token_usage')
+        .set({ cost: null })
+        .where('log_stream_id', '=', runId)
+        .where('day', '=', day)
+        .where((eb) =>
+          eb.not(
+            eb.exists(
+              eb
+                .selectFrom('records')
+                .select('records.id')
+                .where('records.run_id', '=', runId)
+                .where('records.type', '=', 'llm')
+                .where('records.created_at', '>=', day)
+                .where('records.created_at', '<', day + DAY_US)
+                .where(this.hasCost()),
+            ),
+          ),
+        )
+        .compile();
+    }
+    if (changed.length) {
       yield this.db
         .deleteFrom('token_usage')
         .where('log_stream_id', '=', runId)
-        .where('day', 'in', [...days.keys()])
+        .where(
+          'day',
+          'in',
+          changed.map(([day]) => day),
+        )
         .where('input_tokens', '=', 0)
         .where('output_tokens', '=', 0)
         .where('cache_read_input_tokens', '=', 0)
         .where('cache_creation_input_tokens', '=', 0)
+        .where('cost', 'is', null)
         .compile();
     }
   }
 
-  /** Surviving traces that lost spans: their counts, token sums and waiting children, and their spans' child counts. */
+  /** A record's metrics JSON has a `cost`. */
+  private hasCost(): RawBuilder<SqlBool> {
+    return this.pg
+      ? sql<SqlBool>`(records.metrics ->> 'cost') is not null`
+      : sql<SqlBool>`json_extract(records.metrics, '$.cost') is not null`;
+  }
+
+  /** The metrics JSON of a recomputed trace or session with its new cost (reported when it moved). */
+  private static withNewCost(
+    row: { type: string; created_at: number; metrics: unknown },
+    cost: number | null | undefined,
+    costMoved: CostMoved,
+  ): { metrics?: string | null } {
+    const before = costOf(row.metrics);
+    if (cost === undefined || cost === before) return {};
+    costMoved(row.type, Number(row.created_at), before, cost);
+    return { metrics: withCost(metricsText(row.metrics), cost) };
+  }
+
+  /**
+   * Surviving traces that lost spans: their counts, token and cost sums and waiting children, and
+   * their spans' child counts.
+   */
   private *recomputeTraces(
     traceSpans: Map<string, SpanRow[]>,
     now: number,
     touchPromoted: (type: string, at: number, row: Promoted) => void,
+    costMoved: CostMoved,
   ): Generator<CompiledQuery, void, Row[]> {
     const traces = (yield this.db
       .selectFrom('records')
-      .select(['id', 'type', 'created_at', 'body', ...PROMOTED_METRICS])
+      .select(['id', 'type', 'created_at', 'body', 'metrics', ...PROMOTED_METRICS])
       .where(this.idIn('records.id', [...traceSpans.keys()]))
-      .compile()) as (Promoted & { id: string; created_at: number; body: unknown })[];
+      .compile()) as (Promoted & {
+      id: string;
+      type: string;
+      created_at: number;
+      body: unknown;
+      metrics: unknown;
+    })[];
     for (const trace of traces) {
       const spans = traceSpans.get(trace.id) as SpanRow[];
       const body = parseJson<RecordBody>(trace.body) ?? {};
@@ -360,7 +463,13 @@ export class RecordDeletes {
       touchPromoted('trace', Number(trace.created_at), trace);
       yield this.db
         .updateTable('records')
-        .set({ num_children: agg.numSpans, ...agg.tokens, body: JSON.stringify(body), updated_at: now })
+        .set({
+          num_children: agg.numSpans,
+          ...agg.tokens,
+          ...RecordDeletes.withNewCost(trace, agg.cost, costMoved),
+          body: JSON.stringify(body),
+          updated_at: now,
+        })
         .where('id', '=', trace.id)
         .compile();
       for (const s of spans) {
@@ -380,20 +489,29 @@ export class RecordDeletes {
     ids: string[],
     now: number,
     touchPromoted: (type: string, at: number, row: Promoted) => void,
+    costMoved: CostMoved,
   ): Generator<CompiledQuery, void, Row[]> {
     const sessions = (yield this.db
       .selectFrom('records')
-      .select(['id', 'type', 'created_at', 'body', ...PROMOTED_METRICS])
+      .select(['id', 'type', 'created_at', 'body', 'metrics', ...PROMOTED_METRICS])
       .where(this.idIn('records.id', ids))
       .where('type', '=', 'session')
-      .compile()) as (Promoted & { id: string; created_at: number; body: unknown })[];
+      .compile()) as (Promoted & {
+      id: string;
+      type: string;
+      created_at: number;
+      body: unknown;
+      metrics: unknown;
+    })[];
     if (!sessions.length) return;
-    const traces = (yield this.db
-      .selectFrom('records')
-      .select(['id', 'session_id', 'created_at', 'duration_ns', ...TOKEN_METRICS])
-      .where(this.idIn('records.session_id', ids))
-      .where('type', '=', 'trace')
-      .compile()) as (TraceFacts & { session_id: string })[];
+    const traces = (
+      (yield this.db
+        .selectFrom('records')
+        .select(['id', 'session_id', 'created_at', 'duration_ns', 'metrics', ...TOKEN_METRICS])
+        .where(this.idIn('records.session_id', ids))
+        .where('type', '=', 'trace')
+        .compile()) as (TraceFacts & { session_id: string; metrics: unknown })[]
+    ).map(({ metrics, ...t }) => ({ ...t, cost: costOf(metrics) }));
     const bySession = new Map<string, TraceFacts[]>(sessions.map((x) => [x.id, []]));
     for (const t of traces) bySession.get(t.session_id)?.push(t);
     const aggs = new Map(sessions.map((x) => [x.id, sessionAggregate(bySession.get(x.id) ?? [])]));
@@ -436,6 +554,7 @@ export class RecordDeletes {
         .set({
           num_children: agg.numTraces,
           ...agg.tokens,
+          ...RecordDeletes.withNewCost(session, agg.cost, costMoved),
           duration_ns: agg.duration_ns,
           input_text: input,
           output_text: output,
@@ -445,6 +564,33 @@ export class RecordDeletes {
         .where('id', '=', session.id)
         .compile();
     }
+  }
+
+  /** A recomputed cost's catalogue entry covers its record (its data type may be new to the run). */
+  private *widenCatalogue(
+    runId: string,
+    type: string,
+    at: number,
+    cost: number,
+  ): Generator<CompiledQuery, void, Row[]> {
+    const c = 'column_catalogue';
+    yield this.db
+      .insertInto('column_catalogue')
+      .values({
+        run_id: runId,
+        column_id: 'metrics/cost',
+        record_type: type,
+        data_type: catalogueDataType(cost),
+        first_seen: at,
+        last_seen: at,
+      })
+      .onConflict((oc) =>
+        oc.columns(['run_id', 'column_id', 'record_type', 'data_type']).doUpdateSet({
+          first_seen: sql`case when excluded.first_seen < ${sql.ref(`${c}.first_seen`)} then excluded.first_seen else ${sql.ref(`${c}.first_seen`)} end`,
+          last_seen: sql`case when excluded.last_seen > ${sql.ref(`${c}.last_seen`)} then excluded.last_seen else ${sql.ref(`${c}.last_seen`)} end`,
+        }),
+      )
+      .compile();
   }
 
   /**

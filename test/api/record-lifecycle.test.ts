@@ -6,6 +6,9 @@
  *   compared, row by row (records with their aggregates, run counts, token-usage days, column
  *   catalogue), with a reference store that was sent only what should be left. Another log stream is
  *   untouched, and deleted text is never a search hit again.
+ *   Costs are sums of binary fractions, exact in any order: sums recomputed after a delete equal the
+ *   reference's.
+ * - The annotations, aggregates and queue places of deleted records go; those of others stay.
  * - Ingestion goes on during a large delete without an error or a lost record.
  * - Export: JSON lines nest what lies below each root and load again through ingestion; CSV rows.
  */
@@ -64,7 +67,13 @@ function dataset(sessions = 6, tracesPer = 5): Dataset {
         type: 'llm',
         name: 'llm',
         input: `llm question ${n}`,
-        metrics: { num_input_tokens: 10 + n, num_output_tokens: 3, duration_ns: 1000 * n + 1 },
+        metrics: {
+          num_input_tokens: 10 + n,
+          num_output_tokens: 3,
+          duration_ns: 1000 * n + 1,
+          // Some llm spans have no cost; a cost sent by the client is kept as sent.
+          ...(n % 3 === 1 ? {} : { cost: 0.125 * (1 + (n % 4)) }),
+        },
         user_metadata: n % 4 === 0 ? { flag: true } : {},
         spans: [],
       };
@@ -88,7 +97,8 @@ function dataset(sessions = 6, tracesPer = 5): Dataset {
           tier: s % 2 === 0 ? 'gold' : 'silver',
           ...(group === 'a' ? { only_a: `x${n}` } : {}),
         },
-        metrics: n % 5 === 0 ? { score: n + 0.5 } : undefined,
+        // A trace's own cost (sent by the client) is not the sum of its spans'.
+        metrics: n % 5 === 0 ? { score: n + 0.5, ...(n % 10 === 0 ? { cost: 2 } : {}) } : undefined,
         spans: [
           {
             id: crypto.randomUUID(),
@@ -217,6 +227,7 @@ async function state(pl: Place) {
       'output_tokens',
       'cache_read_input_tokens',
       'cache_creation_input_tokens',
+      'cost',
     ])
     .where('log_stream_id', '=', pl.ls)
     .orderBy('day')
@@ -231,7 +242,9 @@ async function state(pl: Place) {
     .execute();
   const num = (rows: any[]) =>
     rows.map((r) =>
-      Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'string' ? v : Number(v)])),
+      Object.fromEntries(
+        Object.entries(r).map(([k, v]) => [k, typeof v === 'string' || v === null ? v : Number(v)]),
+      ),
     );
   return {
     records,
@@ -404,6 +417,23 @@ for (const store of storesUnderTest()) {
     test('deleting llm spans only: token sums fall back to none', async () => {
       const filters = { filters: [{ column_id: 'type', operator: 'eq', value: 'llm' }] };
       await againstReference('spans', filters, (_d, m) => ({ ds: _d, dropSpans: new Set(m) }));
+    });
+
+    test('deleting some priced llm spans: trace, session and day costs are the sums of what is left', async () => {
+      const filters = {
+        filters: [{ column_id: 'metrics/cost', operator: 'gte', value: 0.375, type: 'number' }],
+      };
+      await againstReference('spans', filters, (_d, m) => ({ ds: _d, dropSpans: new Set(m) }));
+    });
+
+    test('deleting every priced llm span: costs fall back to none, tokens stay', async () => {
+      const filters = {
+        filters: [{ column_id: 'metrics/cost', operator: 'gt', value: 0, type: 'number' }],
+      };
+      const { pl } = await againstReference('spans', filters, (_d, m) => ({ ds: _d, dropSpans: new Set(m) }));
+      const [day] = (await state(pl)).tokens;
+      assert.equal(day.cost, null);
+      assert.ok(day.input_tokens > 0);
     });
 
     test('deleting sessions takes their traces and spans', async () => {
