@@ -254,6 +254,13 @@ async function state(pl: Place) {
   };
 }
 
+/** The ids of a trace's spans. */
+function subtreeOf(t: TraceSpec): Set<string> {
+  const out = new Set<string>();
+  subtreeIds(t.spans, out);
+  return out;
+}
+
 function subtreeIds(spans: SpanSpec[], out: Set<string>): void {
   for (const s of spans) {
     out.add(s.id);
@@ -433,7 +440,7 @@ for (const store of storesUnderTest()) {
       const { pl } = await againstReference('spans', filters, (_d, m) => ({ ds: _d, dropSpans: new Set(m) }));
       const [day] = (await state(pl)).tokens;
       assert.equal(day.cost, null);
-      assert.ok(day.input_tokens > 0);
+      assert.ok(Number(day.input_tokens) > 0);
     });
 
     test('deleting sessions takes their traces and spans', async () => {
@@ -447,6 +454,65 @@ for (const store of storesUnderTest()) {
         },
         dropSpans: new Set(),
       }));
+    });
+
+    test("deleting traces takes their records' annotations, aggregates and queue places", async () => {
+      const pl = await place(s, 'feedback');
+      const ds = dataset(2, 3);
+      await ingest(pl, body(pl.ls, ds));
+      const base = `/v2/projects/${pl.project}`;
+      const ok = async (method: string, path: string, b?: unknown) => {
+        const r = await s.call(method, `${base}${path}`, b);
+        assert.ok(r.status < 300, `${method} ${path} → ${r.status} ${r.text}`);
+        return r.body;
+      };
+      const thumbs = (await ok('POST', '/annotation_templates', { name: 'ok', type: 'thumbs' })).id;
+      const stars = (await ok('POST', '/annotation_templates', { name: 'stars', type: 'stars' })).id;
+      const gone = ds.traces.filter((t) => t.user_metadata.group === 'a');
+      const kept = ds.traces.filter((t) => t.user_metadata.group === 'b');
+      assert.ok(gone.length && kept.length);
+      // Each trace and its llm span annotated on both templates; a session too.
+      const llmOf = (t: TraceSpec) => t.spans[0].spans[0].id;
+      const annotated = [...ds.traces.flatMap((t) => [t.id, llmOf(t)]), ds.sessions[0].id];
+      for (const id of annotated) {
+        await ok('PUT', `/records/${id}/annotations/${thumbs}`, { value: true });
+        await ok('PUT', `/records/${id}/annotations/${stars}`, { value: 3 });
+      }
+      const q = await ok('POST', '/annotation_queues', { name: 'review', template_ids: [thumbs] });
+      await ok('POST', `/annotation_queues/${q.id}/records`, { record_ids: annotated });
+      const other = await place(s, 'feedback-other');
+      await ingest(other, body(other.ls, dataset(1, 2)));
+      const db = s.running.services.store.db;
+      const rows = async (table: 'annotations' | 'annotation_aggregates' | 'annotation_queue_records') =>
+        (await db.selectFrom(table).select('record_id').execute()).map((r: any) => r.record_id as string);
+      const goneIds = new Set(gone.flatMap((t) => [t.id, ...[...subtreeOf(t)]]));
+      const before = {
+        annotations: await rows('annotations'),
+        aggregates: await rows('annotation_aggregates'),
+        queue: await rows('annotation_queue_records'),
+      };
+      assert.ok(before.annotations.some((id) => goneIds.has(id)));
+
+      const r = await s.call('POST', `${base}/traces/delete`, {
+        log_stream_id: pl.ls,
+        filters: [{ column_id: 'user_metadata/group', operator: 'eq', value: 'a', type: 'text' }],
+      });
+      assert.equal(r.status, 200, r.text);
+      const left = (xs: string[]) => xs.filter((id) => !goneIds.has(id)).sort();
+      assert.deepEqual((await rows('annotations')).sort(), left(before.annotations));
+      assert.deepEqual((await rows('annotation_aggregates')).sort(), left(before.aggregates));
+      assert.deepEqual((await rows('annotation_queue_records')).sort(), left(before.queue));
+      // The queue lists and finds only the records left; those keep their annotations.
+      const keptIds = [...kept.flatMap((t) => [t.id, llmOf(t)]), ds.sessions[0].id];
+      assert.equal((await ok('GET', `/annotation_queues/${q.id}`)).num_records, keptIds.length);
+      const page = await ok('POST', `/annotation_queues/${q.id}/records/search`, {
+        pagination: { starting_token: 0, limit: 100 },
+      });
+      assert.deepEqual(page.records.map((x: any) => x.id).sort(), [...keptIds].sort());
+      const t = await ok('GET', `/traces/${kept[0].id}`);
+      assert.deepEqual(Object.keys(t.annotations).sort(), [thumbs, stars].sort());
+      assert.equal(t.annotation_aggregates[stars].reviewer.count, 1);
+      assert.deepEqual(t.annotation_queue_ids, [q.id]);
     });
 
     test('a catalogue entry wider than the records left (a key dropped by a PATCH) goes', async () => {

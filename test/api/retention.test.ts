@@ -21,7 +21,7 @@ function trace(daysAgo: number, label: string) {
     input: `input ${label}`,
     output: 'out',
     user_metadata: { label },
-    spans: [{ type: 'llm', input: 'q', output: 'a', metrics: { num_input_tokens: 5 } }],
+    spans: [{ type: 'llm', input: 'q', output: 'a', metrics: { num_input_tokens: 5, cost: 0.25 } }],
   };
 }
 
@@ -47,13 +47,34 @@ for (const store of storesUnderTest()) {
       const forever = await stream(project, 'forever');
       const old = [trace(40, 'old-1'), trace(35, 'old-2')];
       const recent = [trace(10, 'recent'), trace(0, 'today')];
+      const sent = new Map<string, { id: string }[]>();
       for (const ls of [own, inherits, forever]) {
-        const r = await s.call('POST', `/v2/projects/${project}/traces`, {
-          log_stream_id: ls,
-          traces: [...old, ...recent].map((t) => ({ ...t, id: crypto.randomUUID() })),
-        });
+        const traces = [...old, ...recent].map((t) => ({ ...t, id: crypto.randomUUID() }));
+        sent.set(ls, traces);
+        const r = await s.call('POST', `/v2/projects/${project}/traces`, { log_stream_id: ls, traces });
         assert.equal(r.status, 200, r.text);
       }
+      // An old and a recent trace annotated and queued.
+      const [oldTrace, , recentTrace] = sent.get(inherits) as { id: string }[];
+      const tpl = await s.call('POST', `/v2/projects/${project}/annotation_templates`, {
+        name: 'ok',
+        type: 'thumbs',
+      });
+      assert.equal(tpl.status, 200, tpl.text);
+      for (const t of [oldTrace, recentTrace]) {
+        const a = await s.call('PUT', `/v2/projects/${project}/records/${t.id}/annotations/${tpl.body.id}`, {
+          value: true,
+        });
+        assert.equal(a.status, 200, a.text);
+      }
+      const q = await s.call('POST', `/v2/projects/${project}/annotation_queues`, {
+        name: 'q',
+        template_ids: [tpl.body.id],
+      });
+      const added = await s.call('POST', `/v2/projects/${project}/annotation_queues/${q.body.id}/records`, {
+        record_ids: [oldTrace.id, recentTrace.id],
+      });
+      assert.equal(added.status, 200, added.text);
 
       const pp = await s.call('PATCH', `/v2/projects/${project}`, { retention_days: 30 });
       assert.equal(pp.status, 200, pp.text);
@@ -93,6 +114,28 @@ for (const store of storesUnderTest()) {
         log_stream_id: inherits,
       });
       assert.equal(sessions.body.total_count, 1);
+      const session = await s.call('POST', `/v2/projects/${project}/sessions/search`, {
+        log_stream_id: inherits,
+      });
+      assert.equal(session.body.records[0].metrics.cost, 0.5, "the session's cost: its two traces left");
+      assert.deepEqual(
+        usage.body.token_usages.map((d: any) => d.cost),
+        [0.25, 0.25],
+      );
+      // The expired trace's annotation and queue place went with it.
+      const db = s.running.services.store.db;
+      for (const table of ['annotations', 'annotation_aggregates', 'annotation_queue_records'] as const) {
+        const ids = await db
+          .selectFrom(table)
+          .select('record_id')
+          .where('project_id', '=', project)
+          .execute();
+        assert.deepEqual(
+          ids.map((r: any) => r.record_id),
+          [recentTrace.id],
+          table,
+        );
+      }
 
       // null on the log stream: the project's period again.
       const ln = await s.call('PATCH', `/v2/projects/${project}/log_streams/${forever}`, {
