@@ -40,7 +40,7 @@ export function installRequestLog(app: FastifyInstance): void {
         ...(req.caller ? { user_id: req.caller.id } : {}),
         ...(projectId ? { project_id: projectId } : {}),
       },
-      'request',
+      'request completed',
     );
   });
 }

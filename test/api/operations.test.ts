@@ -88,7 +88,7 @@ for (const store of storesUnderTest()) {
       });
       assert.match(String(odd.headers['x-request-id']), /^[0-9a-f-]{36}$/);
       const parsed = logs.map((l) => JSON.parse(l));
-      const lines = parsed.filter((l) => l.msg === 'request');
+      const lines = parsed.filter((l) => l.msg === 'request completed');
       assert.equal(lines.length, 3, 'one line each');
       assert.ok(
         parsed.every((l) => l.msg !== 'incoming request'),
