@@ -186,6 +186,14 @@ export class RecordDeletes {
       .compile();
   }
 
+  /**
+   * `run_id = ?` as a check only: SQLite (without statistics) would otherwise walk the run's index
+   * and read every record of the run to find a batch's few by trace or session, once per batch.
+   */
+  private inRun(runId: string): RawBuilder<SqlBool> {
+    return this.pg ? sql<SqlBool>`run_id = ${runId}` : sql<SqlBool>`+run_id = ${runId}`;
+  }
+
   private *deleteWhere(
     where: RawBuilder<SqlBool>,
     runId: string,
@@ -193,7 +201,7 @@ export class RecordDeletes {
     return (yield this.db
       .deleteFrom('records')
       .where(where)
-      .where('run_id', '=', runId)
+      .where(this.inRun(runId))
       .returning([...DELETED_COLUMNS])
       .compile()) as Deleted[];
   }
@@ -227,7 +235,7 @@ export class RecordDeletes {
         .select('id')
         .where(this.idIn('records.session_id', rootIds))
         .where('type', '=', 'trace')
-        .where('run_id', '=', runId)
+        .where(this.inRun(runId))
         .compile()) as { id: string }[];
       deleted = traces.length
         ? yield* this.deleteWhere(
