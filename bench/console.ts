@@ -109,10 +109,17 @@ function gzippedSize(url: string): Promise<number> {
   });
 }
 
-/** Milliseconds since the navigation started, taken on the first frame where `selector` is in the page. */
+/**
+ * Milliseconds since the navigation started, taken in the first frame where `selector` is in the page
+ * (read in that frame: asking for the time in a second call would add a round trip to the browser).
+ */
 async function shownAt(page: Page, selector: string): Promise<number> {
-  await page.waitForFunction((sel) => document.querySelector(sel) !== null, selector, { polling: 'raf' });
-  return page.evaluate(() => performance.now());
+  const at = await page.waitForFunction(
+    (sel) => (document.querySelector(sel) !== null ? performance.now() : 0),
+    selector,
+    { polling: 'raf' },
+  );
+  return (await at.jsonValue()) as number;
 }
 
 async function main() {

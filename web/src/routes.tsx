@@ -1,20 +1,28 @@
 import { Navigate, createBrowserRouter, useParams } from 'react-router';
 import { Layout } from './components/Layout.tsx';
+import type { RunKind } from './lib/api-types.ts';
 import { LoginPage } from './pages/LoginPage.tsx';
 import { NotFoundPage } from './pages/NotFoundPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
 import { ProjectsPage } from './pages/ProjectsPage.tsx';
 import { RecordsPage } from './pages/RecordsPage.tsx';
-import { SessionPage } from './pages/SessionPage.tsx';
-import { TracePage } from './pages/TracePage.tsx';
 
 function RunHome() {
   const { projectId, runId } = useParams();
   return <Navigate to="traces" replace relative="path" key={`${projectId}/${runId}`} />;
 }
 
+const tracePage = (kind: RunKind) => async () => {
+  const { TracePage } = await import('./pages/TracePage.tsx');
+  return { element: <TracePage runKind={kind} /> };
+};
+const sessionPage = (kind: RunKind) => async () => {
+  const { SessionPage } = await import('./pages/SessionPage.tsx');
+  return { element: <SessionPage runKind={kind} /> };
+};
+
 /** One run's pages, the same under log_streams/ and experiments/. */
-const runRoutes = (kind: 'log_streams' | 'experiments') => ({
+const runRoutes = (kind: RunKind) => ({
   path: `projects/:projectId/${kind}/:runId`,
   handle: { runKind: kind },
   children: [
@@ -22,9 +30,11 @@ const runRoutes = (kind: 'log_streams' | 'experiments') => ({
     { path: 'traces', element: <RecordsPage tab="traces" runKind={kind} /> },
     { path: 'spans', element: <RecordsPage tab="spans" runKind={kind} /> },
     { path: 'sessions', element: <RecordsPage tab="sessions" runKind={kind} /> },
-    { path: 'traces/:traceId', element: <TracePage runKind={kind} /> },
-    { path: 'spans/:spanId', element: <TracePage runKind={kind} /> },
-    { path: 'sessions/:sessionId', element: <SessionPage runKind={kind} /> },
+    // The record views load on first use: the tables are what a console opens on, and what it
+    // parses before its first page counts against that page.
+    { path: 'traces/:traceId', lazy: tracePage(kind) },
+    { path: 'spans/:spanId', lazy: tracePage(kind) },
+    { path: 'sessions/:sessionId', lazy: sessionPage(kind) },
   ],
 });
 
