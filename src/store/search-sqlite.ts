@@ -11,11 +11,18 @@ import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts'
 import type { StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
+import { metadataProbe } from '../query/metadata-index.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
 import { pageJsonStatement } from './search-json.ts';
-import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
+import {
+  type QueryOptions,
+  type RecordSearch,
+  type SearchStore,
+  pageQuery,
+  recordsFrom,
+} from './search-query.ts';
 import { SqliteTextCandidates } from './search-text.ts';
 import type { DB } from './tables.ts';
 
@@ -91,7 +98,8 @@ export class SqliteSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    return pageQuery(recordsFrom(db, q).selectAll('records'), q, this.queryOptions(q, candidates));
+    const o = this.queryOptions(q, candidates);
+    return pageQuery(recordsFrom(db, q, o.probe).selectAll('records'), q, o);
   }
 
   /**
@@ -104,15 +112,21 @@ export class SqliteSearch implements SearchStore {
     q: RecordSearch,
     candidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', { rid: number }> {
+    const o = this.queryOptions(q, candidates);
     return pageQuery(
-      recordsFrom(db, q).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
+      recordsFrom(db, q, o.probe).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
       q,
-      this.queryOptions(q, candidates),
+      o,
     );
   }
 
-  private queryOptions(q: RecordSearch, candidates?: TextCandidates) {
-    return { dialect: 'sqlite' as const, candidates, drive: this.drivingCandidates(q.tree, candidates) };
+  /**
+   * A small candidate set of rare text drives the search; otherwise the metadata index may (the two
+   * are not combined: each is its own outer loop).
+   */
+  private queryOptions(q: RecordSearch, candidates?: TextCandidates): QueryOptions {
+    const drive = this.drivingCandidates(q.tree, candidates);
+    return { dialect: 'sqlite', candidates, drive, probe: drive ? null : metadataProbe(q) };
   }
 
   /**
