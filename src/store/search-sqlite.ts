@@ -99,7 +99,7 @@ export class SqliteSearch implements SearchStore {
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
     const o = this.queryOptions(q, candidates);
-    return pageQuery(recordsFrom(db, q, o.probe).selectAll('records'), q, o);
+    return pageQuery(this.from(db, q, o).selectAll('records'), q, o);
   }
 
   /**
@@ -113,11 +113,21 @@ export class SqliteSearch implements SearchStore {
     candidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', { rid: number }> {
     const o = this.queryOptions(q, candidates);
-    return pageQuery(
-      recordsFrom(db, q, o.probe).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
-      q,
-      o,
-    );
+    return pageQuery(this.from(db, q, o).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')), q, o);
+  }
+
+  /**
+   * What a search reads (`recordsFrom`). A search of a run over several types (spans) in the native
+   * order walks records_run_created (run, created_at, type, ...) newest first, sorting only records
+   * of one created_at by id, and stops at a full page. Without statistics the planner would rather
+   * read each type's records from records_run_type_created and sort them all: a cost that grows
+   * with the run.
+   */
+  private from(db: Kysely<DB>, q: RecordSearch, o: QueryOptions) {
+    const native = !q.sort && !q.queueId && !o.probe && !o.drive && q.runId !== null;
+    if (native && q.types.length > 1)
+      return db.selectFrom(sql`"records" indexed by "records_run_created"` as unknown as 'records');
+    return recordsFrom(db, q, o.probe);
   }
 
   /**

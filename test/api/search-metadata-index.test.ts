@@ -2,7 +2,8 @@
  * The metadata index (migration 014, query/metadata-index.ts): searches for a user metadata key equal
  * to a string find what the same filter finds without the index, in the same order and pages; the
  * index follows updates and deletes of records and indexes records stored before it existed; and on
- * SQLite the search reads the index in order instead of walking the run (its plan).
+ * SQLite the search reads the index in order instead of walking the run (its plan), as a search of
+ * spans (several types) reads the run's records by time.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -13,6 +14,7 @@ import { after, before, describe, test } from 'node:test';
 import { Migrator, sql } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
+import { SPAN_TYPES } from '../../src/query/columns.ts';
 import { metadataProbe } from '../../src/query/metadata-index.ts';
 import type { SortSpec } from '../../src/query/sorts.ts';
 import { parseSearchBody } from '../../src/services/search.ts';
@@ -144,7 +146,7 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(await ids('traces', { filter_tree: eq('customer', 'moved') }), []);
     });
 
-    test('a search with an indexed equality reads the index in order (plan)', async (t) => {
+    test('searches read an index in the native order: metadata equality, spans (plans)', async (t) => {
       if (store !== 'sqlite')
         return t.skip('PostgreSQL plans small tables as scans: bench:search shows the large ones');
       const { services } = s.running;
@@ -159,14 +161,23 @@ for (const store of storesUnderTest()) {
         limit: 101,
       };
       assert.deepEqual(metadataProbe(q), { group: 'trace', key: 'customer', value: 'acme' });
-      const compiled = (services.search.repo as SqliteSearch).rowidQuery(services.store.db, q).compile();
-      const plan = (
-        services.store.sqlite!.prepare(`explain query plan ${compiled.sql}`).all(...compiled.parameters) as {
-          detail: string;
-        }[]
-      ).map((p) => p.detail);
-      assert.match(plan[0], /^SEARCH rm USING PRIMARY KEY \(run_id=\? AND grp=\? AND key=\? AND value=\?\)/);
-      assert.ok(!plan.some((d) => /TEMP B-TREE/.test(d)), plan.join('\n'));
+      const plan = (search: typeof q) => {
+        const c = (services.search.repo as SqliteSearch).rowidQuery(services.store.db, search).compile();
+        const rows = services.store.sqlite!.prepare(`explain query plan ${c.sql}`).all(...c.parameters);
+        return (rows as { detail: string }[]).map((p) => p.detail);
+      };
+      const byMetadata = plan(q);
+      assert.match(
+        byMetadata[0],
+        /^SEARCH rm USING PRIMARY KEY \(run_id=\? AND grp=\? AND key=\? AND value=\?\)/,
+      );
+      assert.ok(!byMetadata.some((d) => /TEMP B-TREE/.test(d)), byMetadata.join('\n'));
+      // Spans (several types) in the native order: the run's records by time, only ties sorted.
+      const spans = plan({ ...q, types: SPAN_TYPES, tree: null });
+      assert.deepEqual(spans, [
+        'SEARCH records USING INDEX records_run_created (run_id=?)',
+        'USE TEMP B-TREE FOR LAST TERM OF ORDER BY',
+      ]);
       // A sort, or the leaf under `or`, takes no probe.
       assert.equal(metadataProbe({ ...q, sort: {} as SortSpec }), null);
       assert.equal(metadataProbe({ ...q, tree: { op: 'or', children: [parsed.tree!] } }), null);
