@@ -221,6 +221,7 @@ export class AnnotationsService implements AnnotationColumns {
     const stored = checkValue(t, body.value, ['body', 'value'], faults);
     if (body.explanation) rejectUnstorable(['body', 'explanation'], body.explanation);
     if (!stored) throw new ValidationError(faults);
+    // The record may be deleted meanwhile: the store checks it again inside the write.
     const row = await this.repo.set({
       id: newId(),
       projectId,
@@ -235,6 +236,7 @@ export class AnnotationsService implements AnnotationColumns {
       explanation: body.explanation ?? null,
       now: nowUs(),
     });
+    if (!row) throw notFound('Record');
     return describeAnnotation(row);
   }
 

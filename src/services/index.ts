@@ -86,7 +86,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
   const recordsRepo = new RecordsRepo(store.db);
-  const annotationsRepo = new AnnotationsRepo(store.db);
+  const annotationsRepo = new AnnotationsRepo(store.db, store.dialect);
   const annotations = new AnnotationsService(annotationsRepo, recordsRepo, projects);
   const search = new SearchService(
     read.search,

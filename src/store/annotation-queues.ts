@@ -144,11 +144,16 @@ export class AnnotationQueuesRepo {
     return this.insertSelect(select);
   }
 
+  /**
+   * On PostgreSQL the records are key-share locked as they are read: a concurrent delete of one of
+   * them then either committed first (the row is skipped) or waits for this insert and takes the new
+   * queue place with the record. (A single statement on SQLite, where writes take turns.)
+   */
   private async insertSelect(select: any): Promise<number> {
     const res = await this.db
       .insertInto('annotation_queue_records')
       .columns(['queue_id', 'record_id', 'project_id', 'record_created_at', 'added_at'])
-      .expression(select)
+      .expression(this.dialect === 'postgres' ? select.forKeyShare() : select)
       .onConflict((oc) => oc.columns(['queue_id', 'record_id']).doNothing())
       .executeTakeFirst();
     return Number(res.numInsertedOrUpdatedRows ?? 0);

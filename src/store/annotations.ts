@@ -13,7 +13,7 @@ import {
   type TemplateType,
   aggregate,
 } from '../domain/annotations.ts';
-import { parseJson, toJson } from './db.ts';
+import { type Dialect, parseJson, toJson } from './db.ts';
 import type { AnnotationTemplatesTable, AnnotationsTable, DB } from './tables.ts';
 
 export type TemplateRow = AnnotationTemplatesTable;
@@ -39,7 +39,10 @@ export interface AnnotationWrite {
 }
 
 export class AnnotationsRepo {
-  constructor(private readonly db: Kysely<DB>) {}
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
 
   templates(projectId: string): Promise<TemplateRow[]> {
     return this.db
@@ -118,8 +121,9 @@ export class AnnotationsRepo {
    * transaction. The aggregate row is locked first, so concurrent writes of one record and template
    * take turns and each aggregate counts every committed annotation.
    */
-  async set(w: AnnotationWrite): Promise<AnnotationRow> {
+  async set(w: AnnotationWrite): Promise<AnnotationRow | null> {
     return this.db.transaction().execute(async (tx) => {
+      if (!(await this.holdRecord(tx, w.projectId, w.recordId))) return null;
       await this.lockAggregate(tx, w.recordId, w.templateId, w.source, w.projectId, w.now);
       await tx
         .insertInto('annotations')
@@ -183,6 +187,21 @@ export class AnnotationsRepo {
       await this.rewriteAggregate(tx, recordId, template.id, template.type, source, now);
       return Number(res.numDeletedRows) > 0;
     });
+  }
+
+  /**
+   * Whether the record is still there, checked inside the annotation's transaction: a delete of the
+   * record then either ran first (nothing to annotate) or waits for this transaction (PostgreSQL: the
+   * key-share lock) and takes the new annotation with the record. SQLite's writes take turns anyway.
+   */
+  private async holdRecord(tx: Transaction<DB>, projectId: string, recordId: string): Promise<boolean> {
+    let q = tx
+      .selectFrom('records')
+      .select('id')
+      .where('id', '=', recordId)
+      .where('project_id', '=', projectId);
+    if (this.dialect === 'postgres') q = q.forKeyShare();
+    return (await q.executeTakeFirst()) !== undefined;
   }
 
   /** Creates the aggregate row if missing and locks it (PostgreSQL: a row lock until commit). */

@@ -329,8 +329,9 @@ const RETRYABLE = new Set(['40P01', '40001', '23505']);
 
 class PgIngest implements IngestStore {
   private readonly insertSql = new Map<number, string>();
-  private readonly updateSql =
-    `update records set ${MUTABLE.map((c, i) => `${c} = $${i + 1}`).join(', ')} where id = $${MUTABLE.length + 1}`;
+  private readonly updateSql = new Map<number, string>();
+  /** The records table's column types, read once from the catalogue (for the VALUES of an update). */
+  private columnTypes: Promise<Map<string, string>> | null = null;
 
   constructor(private readonly store: Store) {}
 
@@ -349,6 +350,43 @@ class PgIngest implements IngestStore {
       if (this.insertSql.size < 64) this.insertSql.set(n, s);
     }
     return s;
+  }
+
+  /**
+   * `update … from (values …)`: one statement for up to PG_CHUNK rows instead of one per row (a cost
+   * recompute changes 1,000 spans and their traces a page). The first tuple carries the column types,
+   * which PostgreSQL gives to the rest of the VALUES list.
+   */
+  private async updateStatement(client: pg.PoolClient, n: number): Promise<string> {
+    let s = this.updateSql.get(n);
+    if (s) return s;
+    this.columnTypes ??= client
+      .query(
+        `select attname, format_type(atttypid, atttypmod) as type from pg_attribute
+         where attrelid = 'records'::regclass and attnum > 0 and not attisdropped`,
+      )
+      .then((res) => new Map(res.rows.map((r) => [r.attname as string, r.type as string])));
+    const types = await this.columnTypes;
+    const cols = ['id', ...MUTABLE];
+    const tuples: string[] = [];
+    for (let r = 0; r < n; r++) {
+      const cast = (c: string) => (r === 0 ? `::${types.get(c)}` : '');
+      tuples.push(`(${cols.map((c, i) => `$${r * cols.length + i + 1}${cast(c)}`).join(', ')})`);
+    }
+    s = `update records as r set ${MUTABLE.map((c) => `${c} = v.${c}`).join(', ')}
+         from (values ${tuples.join(', ')}) as v (${cols.join(', ')}) where r.id = v.id`;
+    if (this.updateSql.size < 64) this.updateSql.set(n, s);
+    return s;
+  }
+
+  private async updateRows(client: pg.PoolClient, rows: RecordRow[]) {
+    const sorted = [...rows].sort((a, b) => (a.id < b.id ? -1 : 1));
+    for (let i = 0; i < sorted.length; i += PG_CHUNK) {
+      const chunk = sorted.slice(i, i + PG_CHUNK);
+      const values: unknown[] = [];
+      for (const r of chunk) values.push(r.id, ...MUTABLE.map((c) => r[c]));
+      await client.query({ text: await this.updateStatement(client, chunk.length), values });
+    }
   }
 
   private async read(client: pg.PoolClient, r: Read): Promise<StoredRecord[]> {
@@ -384,9 +422,7 @@ class PgIngest implements IngestStore {
 
   private async apply(client: pg.PoolClient, plan: Plan, runId: string, projectId: string, now: number) {
     await this.insertRows(client, plan.inserts);
-    for (const r of [...plan.updates].sort((a, b) => (a.id < b.id ? -1 : 1))) {
-      await client.query(this.updateSql, [...MUTABLE.map((c) => r[c]), r.id]);
-    }
+    if (plan.updates.length) await this.updateRows(client, plan.updates);
     if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
     if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
     if (plan.models.length) await this.upsertModels(client, plan.models, runId);

@@ -515,6 +515,48 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(t.annotation_queue_ids, [q.id]);
     });
 
+    test('annotations and queue places written while their records are deleted do not outlive them', async () => {
+      const pl = await place(s, 'feedback-race');
+      const ds = dataset(3, 4);
+      await ingest(pl, body(pl.ls, ds));
+      const base = `/v2/projects/${pl.project}`;
+      const thumbs = (await s.call('POST', `${base}/annotation_templates`, { name: 'ok', type: 'thumbs' }))
+        .body.id;
+      const q = (await s.call('POST', `${base}/annotation_queues`, { name: 'race', template_ids: [thumbs] }))
+        .body;
+      const ids = ds.traces.flatMap((t) => [t.id, ...subtreeOf(t)]);
+      // Writes of feedback spread before, during and after the delete (each succeeds or gets a 404).
+      const writes = ids.flatMap((id, i) => [
+        new Promise((r) => setTimeout(r, i % 7)).then(() =>
+          s.call('PUT', `${base}/records/${id}/annotations/${thumbs}`, { value: true }),
+        ),
+        new Promise((r) => setTimeout(r, i % 5)).then(() =>
+          s.call('POST', `${base}/annotation_queues/${q.id}/records`, { record_ids: [id] }),
+        ),
+      ]);
+      const del = s.call('POST', `${base}/traces/delete`, { log_stream_id: pl.ls });
+      for (const r of await Promise.all(writes))
+        assert.ok([200, 404].includes(r.status), `${r.status} ${r.text}`);
+      assert.equal((await del).status, 200);
+      const db = s.running.services.store.db;
+      const existing = new Set(
+        (await db.selectFrom('records').select('id').where('project_id', '=', pl.project).execute()).map(
+          (r: any) => r.id as string,
+        ),
+      );
+      for (const table of ['annotations', 'annotation_aggregates', 'annotation_queue_records'] as const) {
+        const rows = await db
+          .selectFrom(table)
+          .select('record_id')
+          .where('project_id', '=', pl.project)
+          .execute();
+        const orphans = rows.map((r: any) => r.record_id as string).filter((id) => !existing.has(id));
+        assert.deepEqual(orphans, [], `${table} rows of deleted records`);
+      }
+      assert.ok(!ids.some((id) => existing.has(id)), 'every trace and span deleted');
+      assert.equal((await s.call('GET', `${base}/annotation_queues/${q.id}`)).body.num_records, 0);
+    });
+
     test('a catalogue entry wider than the records left (a key dropped by a PATCH) goes', async () => {
       const pl = await place(s, 'stale-catalogue');
       const [a, b] = [crypto.randomUUID(), crypto.randomUUID()];
