@@ -46,9 +46,10 @@ async function sqliteTriggers(db: Kysely<any>): Promise<void> {
   const remove = `delete from record_metadata where run_id = old.run_id and grp = ${recordGroupSql('old.type')}
     and (key, value) in (select j.key, j.value ${entries('old')})
     and created_at = old.created_at and id = old.id;`;
+  // Most spans carry no metadata ('{}', as ingestion writes it): their writes skip the trigger's work.
   await sql
     .raw(`create trigger record_metadata_insert after insert on records
-    when new.user_metadata is not null begin ${insert('new')} end`)
+    when new.user_metadata is not null and new.user_metadata <> '{}' begin ${insert('new')} end`)
     .execute(db);
   await sql
     .raw(`create trigger record_metadata_update after update of user_metadata on records
@@ -56,7 +57,7 @@ async function sqliteTriggers(db: Kysely<any>): Promise<void> {
     .execute(db);
   await sql
     .raw(`create trigger record_metadata_delete after delete on records
-    when old.user_metadata is not null begin ${remove} end`)
+    when old.user_metadata is not null and old.user_metadata <> '{}' begin ${remove} end`)
     .execute(db);
   await sql.raw(insert('records', 'records')).execute(db);
 }
