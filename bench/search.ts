@@ -1,14 +1,23 @@
 /**
  * Search benchmark: 1,000,000 records (100,000 sessions of 3 traces, each trace with an llm and a tool
- * span) in one log stream, a fixed query set through the HTTP API of an in-process server (loopback,
- * port 18200 for SQLite, 18201 for PostgreSQL), each query beside the same SQL run raw in the same
- * process; p50, p95 and p99. Then the same searches while records are being written, counting write
- * errors ("database is locked" must never reach a client) and the slowest write.
+ * span) in one log stream, a fixed query set on sessions, traces and spans through the HTTP API of an
+ * in-process server (loopback, port 18200 for SQLite, 18201 for PostgreSQL), each query beside the
+ * same SQL run raw in the same process; p50, p95 and p99. Each API figure is also given above the
+ * HTTP floor (a health check's round trip with the same client), and "API at most 1.5× raw" is
+ * judged only for queries whose raw p50 is at least 2 ms (issue 22, item 8). Then the same searches
+ * while records are being written, counting write errors ("database is locked" must never reach a
+ * client) and the slowest write.
  *
  *   npm run bench:search                          # SQLite
  *   npm run bench:search -- --store postgres      # PostgreSQL (SPANBASE_BENCH_DATABASE_URL or the test URL)
  *   npm run bench:search -- --sessions 10000      # smaller data set (records = 10 × sessions)
  *   npm run bench:search -- --reuse               # keep and reuse the generated data between runs
+ *   npm run bench:search -- --growth              # 100,000 then 1,100,000 records: each query's growth
+ *   npm run bench:search -- --growth --sizes 1000,11000   # other sizes (sessions; the first is the base)
+ *   npm run bench:search -- --explain             # each query's plan (raw SQL) under the table
+ *
+ * Growth (issue 22, item 2): every query's p50 and p95 at each size and the ratio to the first size;
+ * a query meets the target when its p95 grows at most 2×. With --reuse the data sets are kept.
  *
  * The data is written straight into the store in the shape ingestion writes (ingestion itself is
  * measured by bench:ingest); the text index is then brought up to date and its rate printed.
@@ -35,10 +44,13 @@ const { values: args } = parseArgs({
     reuse: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
     'write-seconds': { type: 'string', default: '10' },
+    growth: { type: 'boolean', default: false },
+    sizes: { type: 'string', default: '10000,110000' },
+    explain: { type: 'boolean', default: false },
   },
 });
+const SIZES = args.growth ? args.sizes.split(',').map(Number) : [Number(args.sessions)];
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
-const SESSIONS = Number(args.sessions);
 const ITER = Number(args.iterations);
 const PORT = Number(args.port ?? (STORE === 'sqlite' ? 18200 : 18201));
 const DB_URL =
@@ -46,8 +58,8 @@ const DB_URL =
   process.env.SPANBASE_BENCH_DATABASE_URL ??
   process.env.SPANBASE_TEST_DATABASE_URL ??
   'postgres://postgres@127.0.0.1:5432/test';
-const SCHEMA = `bench_search_${SESSIONS}`;
-const DATA_DIR = path.join(os.tmpdir(), `spanbase-bench-search-${STORE}-${SESSIONS}`);
+const schemaOf = (sessions: number) => `bench_search_${sessions}`;
+const dataDirOf = (sessions: number) => path.join(os.tmpdir(), `spanbase-bench-search-${STORE}-${sessions}`);
 
 // ---------------------------------------------------------------------------------------------
 // Data
@@ -88,6 +100,8 @@ const uuid = () => {
   return `${a.slice(0, 8)}-${a.slice(8, 12)}-4${a.slice(13, 16)}-8${a.slice(17, 20)}-${a.slice(20, 32)}`;
 };
 const CUSTOMERS = Array.from({ length: 100 }, (_, i) => `customer-${String(i).padStart(3, '0')}`);
+/** End users: as many at every size, so that one user's records grow with the data (a rare value). */
+const USERS = 20_000;
 const TAGS = ['prod', 'beta', 'mobile', 'web', 'vip', 'eu', 'us', 'retry', 'escalated', 'voice'];
 const MODELS = ['gpt-4o', 'gpt-4o-mini', 'claude-3-5-sonnet', 'llama-3-70b'];
 
@@ -101,6 +115,7 @@ function sessionRows(projectId: string, runId: string, t0: number): Row[] {
     customer: pick(CUSTOMERS),
     plan: r() < 0.3 ? 'pro' : 'free',
     region: pick(['eu', 'us', 'ap']),
+    user: `user-${String(int(0, USERS - 1)).padStart(5, '0')}`,
   };
   const tags = TAGS.filter(() => r() < 0.15);
   const base = (type: string, id: string, createdAt: number): Row => ({
@@ -173,6 +188,7 @@ function sessionRows(projectId: string, runId: string, t0: number): Row[] {
       num_total_tokens: inTok + outTok,
       time_to_first_token_ns: int(50, 900) * 1_000_000,
       metrics: JSON.stringify({ cost_usd: Math.round(r() * 10000) / 100000 }),
+      user_metadata: JSON.stringify({ customer: meta.customer, prompt: pick(['v1', 'v2', 'v3']) }),
       input_text: `You are a helpful assistant.\n${question}`,
       output_text: answer,
     };
@@ -211,7 +227,7 @@ function sessionRows(projectId: string, runId: string, t0: number): Row[] {
 
 const COLUMNS = Object.keys(sessionRows('p', 'r', 0)[0]);
 
-async function load(running: Running, projectId: string, runId: string): Promise<void> {
+async function load(running: Running, projectId: string, runId: string, sessions: number): Promise<void> {
   const { store } = running.services;
   const t0 = Date.UTC(2025, 0, 1) * 1000;
   const started = performance.now();
@@ -224,9 +240,9 @@ async function load(running: Running, projectId: string, runId: string): Promise
     const batch = h.transaction((rows: Row[]) => {
       for (const row of rows) ins.run(row);
     });
-    for (let s = 0; s < SESSIONS; s += 1000) {
+    for (let s = 0; s < sessions; s += 1000) {
       const rows: Row[] = [];
-      for (let k = s; k < Math.min(SESSIONS, s + 1000); k++)
+      for (let k = s; k < Math.min(sessions, s + 1000); k++)
         rows.push(...sessionRows(projectId, runId, t0 + k * 8_000_000));
       batch(rows);
       written += rows.length;
@@ -234,9 +250,9 @@ async function load(running: Running, projectId: string, runId: string): Promise
     }
   } else {
     const pool = store.pool!;
-    for (let s = 0; s < SESSIONS; s += 50) {
+    for (let s = 0; s < sessions; s += 50) {
       const rows: Row[] = [];
-      for (let k = s; k < Math.min(SESSIONS, s + 50); k++)
+      for (let k = s; k < Math.min(sessions, s + 50); k++)
         rows.push(...sessionRows(projectId, runId, t0 + k * 8_000_000));
       const params: unknown[] = [];
       const tuples = rows.map((row) => `(${COLUMNS.map((c) => `$${params.push(row[c])}`).join(', ')})`);
@@ -258,6 +274,10 @@ async function load(running: Running, projectId: string, runId: string): Promise
     ['user_metadata/customer', 'trace', 'text'],
     ['user_metadata/plan', 'trace', 'text'],
     ['user_metadata/region', 'trace', 'text'],
+    ['user_metadata/user', 'session', 'text'],
+    ['user_metadata/user', 'trace', 'text'],
+    ['user_metadata/customer', 'llm', 'text'],
+    ['user_metadata/prompt', 'llm', 'text'],
   ];
   await store.db
     .insertInto('column_catalogue')
@@ -268,7 +288,7 @@ async function load(running: Running, projectId: string, runId: string): Promise
         record_type,
         data_type,
         first_seen: t0,
-        last_seen: t0 + SESSIONS * 8_000_000,
+        last_seen: t0 + sessions * 8_000_000,
       })),
     )
     .execute();
@@ -280,13 +300,36 @@ async function load(running: Running, projectId: string, runId: string): Promise
 const leaf = (column_id: string, operator: string, value: unknown, type: string, extra: Row = {}) => ({
   filter: { column_id, operator, value, type, ...extra },
 });
-const QUERIES: { name: string; body: Row; target?: 'sessions'; columns?: boolean; limitMs: number }[] = [
+const metaEq = (key: string, value: string) => ({
+  filters: [{ column_id: `user_metadata/${key}`, operator: 'eq', value, type: 'text' }],
+});
+type Target = 'sessions' | 'traces' | 'spans';
+interface Query {
+  name: string;
+  body: Row;
+  /** What is searched (default sessions). */
+  target?: Target;
+  columns?: boolean;
+  limitMs: number;
+}
+// A customer holds 1% of the records; a user about 1 in 20,000 sessions (a rare value at any size).
+const QUERIES: Query[] = [
   { name: 'no filter', body: {}, limitMs: 50 },
+  { name: 'user_metadata equality', body: metaEq('customer', 'customer-042'), limitMs: 50 },
+  { name: 'user_metadata rare value', body: metaEq('user', 'user-00042'), limitMs: 50 },
+  { name: 'traces: no filter', target: 'traces', body: {}, limitMs: 50 },
   {
-    name: 'user_metadata equality',
-    body: {
-      filters: [{ column_id: 'user_metadata/customer', operator: 'eq', value: 'customer-042', type: 'text' }],
-    },
+    name: 'traces: user_metadata equality',
+    target: 'traces',
+    body: metaEq('customer', 'customer-042'),
+    limitMs: 50,
+  },
+  { name: 'traces: user_metadata rare', target: 'traces', body: metaEq('user', 'user-00042'), limitMs: 50 },
+  { name: 'spans: no filter', target: 'spans', body: {}, limitMs: 50 },
+  {
+    name: 'spans: user_metadata equality',
+    target: 'spans',
+    body: metaEq('customer', 'customer-042'),
     limitMs: 50,
   },
   {
@@ -382,19 +425,29 @@ async function timePair(
   return [a, b];
 }
 
-/** The page query of a search body, run without the service, HTTP or reader threads. */
-function rawRunner(running: Running, projectId: string, runId: string, body: Row): () => Promise<unknown> {
-  const { store, search } = running.services;
-  const parsed: ParsedSearch = parseSearchBody(body as any);
+/** What the search service asks its store for a query's body. */
+function recordSearch(
+  projectId: string,
+  runId: string,
+  query: Query,
+): { parsed: ParsedSearch; q: RecordSearch } {
+  const parsed = parseSearchBody(query.body as any);
   const q: RecordSearch = {
     projectId,
     runId,
-    types: TARGET_TYPES.sessions,
+    types: TARGET_TYPES[query.target ?? 'sessions'],
     tree: parsed.tree,
     sort: parsed.sort,
     offset: parsed.startingToken,
     limit: parsed.limit + 1,
   };
+  return { parsed, q };
+}
+
+/** The page query of a search body, run without the service, HTTP or reader threads. */
+function rawRunner(running: Running, projectId: string, runId: string, query: Query): () => Promise<unknown> {
+  const { store, search } = running.services;
+  const { parsed, q } = recordSearch(projectId, runId, query);
   if (store.dialect === 'postgres') {
     const compiled = search.repo.pageQuery(store.db, q).compile();
     return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
@@ -423,6 +476,22 @@ function rawRunner(running: Running, projectId: string, runId: string, body: Row
   };
 }
 
+/** The plan of a query's page statement: SQLite's query plan of the rowid query, PostgreSQL's EXPLAIN. */
+async function planOf(running: Running, projectId: string, runId: string, query: Query): Promise<string[]> {
+  const { store, search } = running.services;
+  const { q } = recordSearch(projectId, runId, query);
+  if (store.dialect === 'postgres') {
+    const compiled = search.repo.pageQuery(store.db, q).compile();
+    const { rows } = await store.pool!.query(`explain ${compiled.sql}`, compiled.parameters as unknown[]);
+    return rows.map((row) => row['QUERY PLAN'] as string);
+  }
+  const repo = search.repo as SqliteSearch;
+  const candidates = await repo.text.candidates(store.db, q.tree, q.types);
+  const compiled = repo.rowidQuery(store.db, q, candidates).compile();
+  const plan = store.sqlite!.prepare(`explain query plan ${compiled.sql}`).all(...compiled.parameters);
+  return (plan as { detail: string }[]).map((row) => row.detail);
+}
+
 /** The SQL behind available columns, raw. */
 function rawColumns(running: Running, runId: string): () => Promise<unknown> {
   const { store } = running.services;
@@ -445,7 +514,19 @@ function rawColumns(running: Running, runId: string): () => Promise<unknown> {
 
 // ---------------------------------------------------------------------------------------------
 
-async function main() {
+interface QueryResult {
+  query: string;
+  api: ReturnType<typeof stats>;
+  raw: ReturnType<typeof stats>;
+  rows: number;
+  limitMs: number;
+  ok: boolean;
+}
+
+/** The benchmark on one data set of `sessions` sessions: each query's figures. */
+async function runSize(sessions: number): Promise<QueryResult[]> {
+  const DATA_DIR = dataDirOf(sessions);
+  const SCHEMA = schemaOf(sessions);
   const fresh = !args.reuse || !fs.existsSync(path.join(DATA_DIR, 'bench-ready.json'));
   if (fresh) fs.rmSync(DATA_DIR, { recursive: true, force: true });
   fs.mkdirSync(DATA_DIR, { recursive: true });
@@ -464,8 +545,13 @@ async function main() {
     SPANBASE_PORT: String(PORT),
     ...(STORE === 'postgres' ? { SPANBASE_DATABASE_URL: DB_URL, SPANBASE_PG_SCHEMA: SCHEMA } : {}),
   });
+  const starting = performance.now();
   const running = await startServices(config, { logger: false });
   await running.app.listen({ port: PORT, host: '127.0.0.1' });
+  // A reused data set of an older schema is migrated here (a new index is built over it).
+  console.log(
+    `  server started in ${((performance.now() - starting) / 1000).toFixed(1)} s (migrations included)`,
+  );
   const key = fs.readFileSync(path.join(DATA_DIR, 'initial-admin-key'), 'utf8').trim();
   const base = `http://127.0.0.1:${PORT}`;
   const call = async (method: string, url: string, body?: unknown, retried = false): Promise<any> => {
@@ -521,13 +607,13 @@ async function main() {
   };
   const post = (url: string, body: unknown) => send('POST', url, body);
 
-  console.log(`search benchmark [${STORE}], ${SESSIONS * 10} records (${SESSIONS} sessions), port ${PORT}`);
+  console.log(`search benchmark [${STORE}], ${sessions * 10} records (${sessions} sessions), port ${PORT}`);
   let projectId: string;
   let runId: string;
   if (fresh) {
     projectId = (await call('POST', '/v2/projects', { name: 'bench-search' })).id;
     runId = (await call('POST', `/v2/projects/${projectId}/log_streams`, { name: 'prod' })).id;
-    await load(running, projectId, runId);
+    await load(running, projectId, runId, sessions);
     const { indexer } = running.services.search;
     if (indexer.enabled) {
       await indexer.stop();
@@ -547,17 +633,12 @@ async function main() {
   }
 
   const scope = { log_stream_id: runId };
-  console.log(
-    `\n  ${'query'.padEnd(30)} ${'API p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'raw p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ API/raw p50  p95 │ rows │ p95 target`,
-  );
-  const results: Row[] = [];
-  const runners = QUERIES.map((q) => {
-    const url = `/v2/projects/${projectId}/sessions/${q.columns ? 'available_columns' : 'search'}`;
-    return {
-      api: () => post(url, { ...scope, ...q.body }),
-      raw: q.columns ? rawColumns(running, runId) : rawRunner(running, projectId, runId, q.body),
-    };
-  });
+  const searchUrl = (q: Query) =>
+    `/v2/projects/${projectId}/${q.target ?? 'sessions'}/${q.columns ? 'available_columns' : 'search'}`;
+  const runners = QUERIES.map((q) => ({
+    api: () => post(searchUrl(q), { ...scope, ...q.body }),
+    raw: q.columns ? rawColumns(running, runId) : rawRunner(running, projectId, runId, q),
+  }));
   // Warm-up of the whole set for 5 s before any timing: whichever query was timed first came out
   // slowest, API and raw alike (no filter: 2.0× raw when timed first, 1.5× when timed last; its raw
   // p50 1.13 against 0.82 ms). The cause was not pinned down; it wears off with sustained load.
@@ -568,6 +649,25 @@ async function main() {
       await r.raw();
     }
   }
+
+  // The floor under every API figure: a round trip to a route that reads nothing (the health check),
+  // with the same client. What an API figure has above it is the search's own cost.
+  const floor: number[] = [];
+  for (let i = 0; i < 200; i++) await send('GET', '/v2/healthcheck');
+  for (let i = 0; i < ITER; i++) {
+    const t = performance.now();
+    await send('GET', '/v2/healthcheck');
+    floor.push(performance.now() - t);
+  }
+  const f = stats(floor);
+  console.log(
+    `\n  HTTP floor (GET /v2/healthcheck, same client): p50 ${f.p50.toFixed(2)} p95 ${f.p95.toFixed(2)} p99 ${f.p99.toFixed(2)} ms`,
+  );
+  console.log(
+    `\n  ${'query'.padEnd(32)} ${'API p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'raw p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'API−floor'.padStart(9)} │ API/raw p50 (≤ 1.5 when raw ≥ 2 ms) │ rows │ p95 target`,
+  );
+  const results: QueryResult[] = [];
+  const plans: string[] = [];
   for (const [i, q] of QUERIES.entries()) {
     let last: Buffer = Buffer.alloc(0);
     const [api, raw] = await timePair(
@@ -583,26 +683,20 @@ async function main() {
     const b = stats(raw);
     const limit = STORE === 'postgres' ? 2 * q.limitMs : q.limitMs;
     const ok = a.p95 <= limit;
+    // Item 8 of issue 22: the server's time above the HTTP floor, and the ratio judged only where
+    // the raw query takes 2 ms or more (below that, the floor and waking the reader dominate).
+    const above = a.p50 - f.p50;
+    const ratio = a.p50 / b.p50;
+    const judged = b.p50 >= 2 ? (ratio <= 1.5 ? 'met' : 'MISSED') : 'n/a (raw < 2 ms)';
     console.log(
-      `  ${q.name.padEnd(30)} ${fmt(a.p50)} ${fmt(a.p95)} ${fmt(a.p99)} │ ${fmt(b.p50)} ${fmt(b.p95)} ${fmt(b.p99)} │ ${(a.p50 / b.p50).toFixed(2).padStart(10)} ${(a.p95 / b.p95).toFixed(2).padStart(4)} │ ${String(rows).padStart(4)} │ ≤ ${limit} ms ${ok ? 'met' : 'MISSED'}`,
+      `  ${q.name.padEnd(32)} ${fmt(a.p50)} ${fmt(a.p95)} ${fmt(a.p99)} │ ${fmt(b.p50)} ${fmt(b.p95)} ${fmt(b.p99)} │ ${fmt(above).padStart(9)} │ ${ratio.toFixed(2).padStart(5)} ${judged.padEnd(29)} │ ${String(rows).padStart(4)} │ ≤ ${limit} ms ${ok ? 'met' : 'MISSED'}`,
     );
     results.push({ query: q.name, api: a, raw: b, rows, limitMs: limit, ok });
+    if (args.explain && !q.columns)
+      plans.push(`  ${q.name}:`, ...(await planOf(running, projectId, runId, q)).map((l) => `      ${l}`));
   }
-
-  // The floor under every API figure: a round trip to a route that reads nothing (the health check),
-  // with the same client. What an API figure has above it is the search's own cost.
-  const floor: number[] = [];
-  for (let i = 0; i < 200; i++) await send('GET', '/v2/healthcheck');
-  for (let i = 0; i < ITER; i++) {
-    const t = performance.now();
-    await send('GET', '/v2/healthcheck');
-    floor.push(performance.now() - t);
-  }
-  const f = stats(floor);
-  console.log(
-    `  ${'HTTP floor (GET /v2/healthcheck)'.padEnd(30)} ${fmt(f.p50)} ${fmt(f.p95)} ${fmt(f.p99)} │ the round trip alone, same client`,
-  );
-  results.push({ query: 'HTTP floor', api: f });
+  if (plans.length) console.log(`\n  plans (raw page statement):\n${plans.join('\n')}`);
+  const saved: object[] = [...results, { query: 'HTTP floor', api: f }];
 
   // Searches while records are written: writes must never fail and should not wait long.
   const seconds = Number(args['write-seconds']);
@@ -640,7 +734,7 @@ async function main() {
     const searcher = async () => {
       while (performance.now() < stopAt) {
         for (const q of QUERIES.filter((x) => !x.columns)) {
-          await call('POST', `/v2/projects/${projectId}/sessions/search`, { ...scope, ...q.body });
+          await call('POST', searchUrl(q), { ...scope, ...q.body });
           searches++;
         }
       }
@@ -649,9 +743,9 @@ async function main() {
     console.log(
       `\n  during ${seconds} s of writes: ${writes} records written, ${writeErrors} write errors (${locked} "locked"), slowest write ${slowest.toFixed(1)} ms; ${searches} searches`,
     );
-    results.push({ writes, writeErrors, locked, slowestWriteMs: slowest, searches });
+    saved.push({ writes, writeErrors, locked, slowestWriteMs: slowest, searches });
   }
-  fs.writeFileSync(path.join(DATA_DIR, 'bench-results.json'), JSON.stringify(results, null, 2));
+  fs.writeFileSync(path.join(DATA_DIR, 'bench-results.json'), JSON.stringify(saved, null, 2));
   await running.close();
   if (!args.reuse) {
     fs.rmSync(DATA_DIR, { recursive: true, force: true });
@@ -661,6 +755,31 @@ async function main() {
       await c.query(`drop schema if exists ${SCHEMA} cascade`);
       await c.end();
     }
+  }
+  return results;
+}
+
+/**
+ * Each size in turn, then (with more than one) every query's growth from the first: p50 and p95
+ * at each size and their ratios; the target is a p95 at most 2× the first size's.
+ */
+async function main() {
+  const bySize: QueryResult[][] = [];
+  for (const sessions of SIZES) bySize.push(await runSize(sessions));
+  if (bySize.length < 2) return;
+  const sizes = SIZES.map((n) => `${(n * 10).toLocaleString('en')} rec`);
+  console.log(`\ngrowth [${STORE}] from ${sizes[0]} (API p50 / p95 in ms; ratios to the first size)`);
+  console.log(
+    `  ${'query'.padEnd(32)} ${sizes.map((x) => x.padStart(17)).join(' ')} │ p50 ×  p95 × │ p95 ≤ 2×`,
+  );
+  for (const [i, base] of bySize[0].entries()) {
+    const cells = bySize.map((rs) => `${fmt(rs[i].api.p50)} / ${fmt(rs[i].api.p95)}`.padStart(17));
+    const last = bySize[bySize.length - 1][i];
+    const g50 = last.api.p50 / base.api.p50;
+    const g95 = last.api.p95 / base.api.p95;
+    console.log(
+      `  ${base.query.padEnd(32)} ${cells.join(' ')} │ ${g50.toFixed(2).padStart(5)} ${g95.toFixed(2).padStart(5)} │ ${g95 <= 2 ? 'met' : 'MISSED'}`,
+    );
   }
 }
 

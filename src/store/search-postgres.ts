@@ -7,6 +7,7 @@ import type { Kysely } from 'kysely';
 import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts';
 import type { RecordRow, StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
+import { metadataProbe } from '../query/metadata-index.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
@@ -31,7 +32,12 @@ export class PgSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    return pageQuery(recordsFrom(db, q).selectAll('records'), q, { dialect: 'postgres', candidates });
+    const probe = metadataProbe(q);
+    return pageQuery(recordsFrom(db, q, probe).selectAll('records'), q, {
+      dialect: 'postgres',
+      candidates,
+      probe,
+    });
   }
 
   /**

@@ -11,11 +11,18 @@ import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts'
 import type { StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
+import { metadataProbe } from '../query/metadata-index.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
 import { pageJsonStatement } from './search-json.ts';
-import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
+import {
+  type QueryOptions,
+  type RecordSearch,
+  type SearchStore,
+  pageQuery,
+  recordsFrom,
+} from './search-query.ts';
 import { SqliteTextCandidates } from './search-text.ts';
 import type { DB } from './tables.ts';
 
@@ -91,7 +98,8 @@ export class SqliteSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    return pageQuery(recordsFrom(db, q).selectAll('records'), q, this.queryOptions(q, candidates));
+    const o = this.queryOptions(q, candidates);
+    return pageQuery(this.from(db, q, o).selectAll('records'), q, o);
   }
 
   /**
@@ -104,15 +112,31 @@ export class SqliteSearch implements SearchStore {
     q: RecordSearch,
     candidates?: TextCandidates,
   ): SelectQueryBuilder<DB, 'records', { rid: number }> {
-    return pageQuery(
-      recordsFrom(db, q).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')),
-      q,
-      this.queryOptions(q, candidates),
-    );
+    const o = this.queryOptions(q, candidates);
+    return pageQuery(this.from(db, q, o).select(sql<number>`${sql.ref('records.rowid')}`.as('rid')), q, o);
   }
 
-  private queryOptions(q: RecordSearch, candidates?: TextCandidates) {
-    return { dialect: 'sqlite' as const, candidates, drive: this.drivingCandidates(q.tree, candidates) };
+  /**
+   * What a search reads (`recordsFrom`). A search of a run over several types (spans) in the native
+   * order walks records_run_created (run, created_at, type, ...) newest first, sorting only records
+   * of one created_at by id, and stops at a full page. Without statistics the planner would rather
+   * read each type's records from records_run_type_created and sort them all: a cost that grows
+   * with the run.
+   */
+  private from(db: Kysely<DB>, q: RecordSearch, o: QueryOptions) {
+    const native = !q.sort && !q.queueId && !o.probe && !o.drive && q.runId !== null;
+    if (native && q.types.length > 1)
+      return db.selectFrom(sql`"records" indexed by "records_run_created"` as unknown as 'records');
+    return recordsFrom(db, q, o.probe);
+  }
+
+  /**
+   * A small candidate set of rare text drives the search; otherwise the metadata index may (the two
+   * are not combined: each is its own outer loop).
+   */
+  private queryOptions(q: RecordSearch, candidates?: TextCandidates): QueryOptions {
+    const drive = this.drivingCandidates(q.tree, candidates);
+    return { dialect: 'sqlite', candidates, drive, probe: drive ? null : metadataProbe(q) };
   }
 
   /**

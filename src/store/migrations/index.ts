@@ -12,6 +12,7 @@ import * as costs from './010_costs.ts';
 import * as annotations from './012_annotations.ts';
 import * as lifecycle from './013_lifecycle.ts';
 import * as consoleSessions from './011_console_sessions.ts';
+import * as metadataIndex from './014_metadata_index.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '012_annotations': annotations,
   '013_lifecycle': lifecycle,
   '011_console_sessions': consoleSessions,
+  '014_metadata_index': metadataIndex,
 };
