@@ -100,13 +100,20 @@ export function QueuePage() {
 
   const inputs = useRef(new Map<string, HTMLInputElement & HTMLTextAreaElement>());
 
+  // A save that ends after the reviewer moved on must not touch the next record's form.
+  const shownId = useRef(recordId);
+  const [earlier, setEarlier] = useState<Error | null>(null);
+  shownId.current = recordId;
   const save = async (t: AnnotationTemplate, value: unknown | undefined) => {
     if (!recordId) return;
+    const savedId = recordId;
     const path = `/v2/projects/${projectId}/records/${recordId}/annotations/${t.id}`;
     setStates((s) => ({ ...s, [t.id]: { kind: 'saving' } }));
     try {
       if (value === undefined) await api('DELETE', path);
       else await api('PUT', path, { value });
+      progress.reload();
+      if (shownId.current !== savedId) return;
       setValues((v) => {
         const next = { ...v };
         if (value === undefined) delete next[t.id];
@@ -114,9 +121,11 @@ export function QueuePage() {
         return next;
       });
       setStates((s) => ({ ...s, [t.id]: { kind: 'saved' } }));
-      progress.reload();
     } catch (e) {
-      setStates((s) => ({ ...s, [t.id]: { kind: 'error', message: (e as Error).message } }));
+      const message = (e as Error).message;
+      if (shownId.current !== savedId)
+        return setEarlier(new Error(`${t.name} of an earlier record was not saved: ${message}`));
+      setStates((s) => ({ ...s, [t.id]: { kind: 'error', message } }));
     }
   };
 
@@ -164,7 +173,8 @@ export function QueuePage() {
   }, []);
 
   const error = queue.error ?? templates.error;
-  const runHref = record && runKind.fresh && runKind.data ? recordHref(projectId, runKind.data, record) : null;
+  const runHref =
+    record && runKind.fresh && runKind.data ? recordHref(projectId, runKind.data, record) : null;
   return (
     <>
       <Crumbs
@@ -206,6 +216,7 @@ export function QueuePage() {
         )}
       </nav>
       {page.error && <ErrorNote error={page.error} retry={page.reload} />}
+      {earlier && <ErrorNote error={earlier} />}
       {queue.data && total === 0 && (
         <div className="empty">
           <h2>Nothing to annotate yet</h2>
