@@ -38,7 +38,8 @@ function TypedInput({
     const text = draft.trim();
     if (template.type === 'tags') {
       const tags = [...new Set(text.split(',').map((t) => t.trim()))].filter(Boolean);
-      if (!sameList(tags, value)) onSet(tags);
+      // Leaving an empty field that had no annotation saves nothing.
+      if (!sameList(tags, value ?? [])) onSet(tags);
     } else if (template.type === 'score') {
       if (text === '') {
         if (value !== undefined) onClear();

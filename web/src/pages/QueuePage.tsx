@@ -86,7 +86,7 @@ export function QueuePage() {
     return (queue.data?.template_ids ?? []).flatMap((id) => byId.get(id) ?? []);
   }, [templates.data, queue.data]);
 
-  // The caller's values on this record, updated by each save (the record is not read again).
+  // The caller's values on this record, changed by each save (the record is not read again).
   const [values, setValues] = useState<Record<string, unknown>>({});
   const [states, setStates] = useState<Record<string, SaveState>>({});
   const [active, setActive] = useState(0);
@@ -104,27 +104,31 @@ export function QueuePage() {
   const shownId = useRef(recordId);
   const [earlier, setEarlier] = useState<Error | null>(null);
   shownId.current = recordId;
+  const setValue = (templateId: string, value: unknown | undefined) =>
+    setValues((v) => {
+      const next = { ...v };
+      if (value === undefined) delete next[templateId];
+      else next[templateId] = value;
+      return next;
+    });
+  // The form shows the new value at once (the next key reads it), and the old one again if refused.
   const save = async (t: AnnotationTemplate, value: unknown | undefined) => {
     if (!recordId) return;
     const savedId = recordId;
+    const before = values[t.id];
     const path = `/v2/projects/${projectId}/records/${recordId}/annotations/${t.id}`;
+    setValue(t.id, value);
     setStates((s) => ({ ...s, [t.id]: { kind: 'saving' } }));
     try {
       if (value === undefined) await api('DELETE', path);
       else await api('PUT', path, { value });
       progress.reload();
-      if (shownId.current !== savedId) return;
-      setValues((v) => {
-        const next = { ...v };
-        if (value === undefined) delete next[t.id];
-        else next[t.id] = value;
-        return next;
-      });
-      setStates((s) => ({ ...s, [t.id]: { kind: 'saved' } }));
+      if (shownId.current === savedId) setStates((s) => ({ ...s, [t.id]: { kind: 'saved' } }));
     } catch (e) {
       const message = (e as Error).message;
       if (shownId.current !== savedId)
         return setEarlier(new Error(`${t.name} of an earlier record was not saved: ${message}`));
+      setValue(t.id, before);
       setStates((s) => ({ ...s, [t.id]: { kind: 'error', message } }));
     }
   };
