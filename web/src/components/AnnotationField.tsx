@@ -81,13 +81,12 @@ function Choices({
   onSet,
   onClear,
 }: Pick<FieldProps, 'template' | 'value' | 'onSet' | 'onClear'>) {
-  const choice = (key: string, label: string, pressed: boolean, set: () => void, title?: string) => (
+  const choice = (key: string, label: string, pressed: boolean, set: () => void) => (
     <button
       key={key}
       type="button"
       className={pressed ? 'button small active' : 'button small'}
       aria-pressed={pressed}
-      title={title}
       onClick={set}
     >
       {label}
@@ -100,20 +99,26 @@ function Choices({
         {choice('down', '▼ Down (n)', value === false, () => onSet(false))}
       </div>
     );
-  if (template.type === 'stars')
+  if (template.type === 'stars') {
+    const stars = typeof value === 'number' ? value : 0;
     return (
       <div className="choices stars">
-        {[1, 2, 3, 4, 5].map((n) =>
-          choice(
-            String(n),
-            `${'★'.repeat(n)}`,
-            value === n,
-            () => onSet(n),
-            `${n} star${n > 1 ? 's' : ''} (${n})`,
-          ),
-        )}
+        {[1, 2, 3, 4, 5].map((n) => (
+          <button
+            key={n}
+            type="button"
+            className={n <= stars ? 'star filled' : 'star'}
+            aria-pressed={value === n}
+            aria-label={`${n} star${n > 1 ? 's' : ''}`}
+            title={`${n} (key ${n})`}
+            onClick={() => onSet(n)}
+          >
+            {n <= stars ? '★' : '☆'}
+          </button>
+        ))}
       </div>
     );
+  }
   const options = template.options ?? [];
   const chosen = template.multiple ? (Array.isArray(value) ? (value as string[]) : []) : [value];
   return (
