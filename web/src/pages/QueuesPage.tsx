@@ -146,9 +146,9 @@ function QueueRow({
         )}
       </td>
       <td className="num">{formatCount(queue.num_records)}</td>
-      <td className="num">{formatCount(queue.template_ids.length)}</td>
-      <td className="num">{formatCount(queue.user_ids.length)}</td>
-      <td className="nowrap">{formatTime(queue.created_at)}</td>
+      <td className="num wide-only">{formatCount(queue.template_ids.length)}</td>
+      <td className="num wide-only">{formatCount(queue.user_ids.length)}</td>
+      <td className="nowrap wide-only">{formatTime(queue.created_at)}</td>
       <td>
         <div className="row-actions">
           {mode === 'delete' ? (
@@ -223,13 +223,15 @@ export function QueuesPage() {
                 <th scope="col" className="num">
                   Records
                 </th>
-                <th scope="col" className="num">
+                <th scope="col" className="num wide-only">
                   Templates
                 </th>
-                <th scope="col" className="num">
+                <th scope="col" className="num wide-only">
                   Members
                 </th>
-                <th scope="col">Created</th>
+                <th scope="col" className="wide-only">
+                  Created
+                </th>
                 <th scope="col">
                   <span className="visually-hidden">Actions</span>
                 </th>
