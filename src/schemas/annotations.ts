@@ -164,3 +164,28 @@ export const QueueRecordsChanged = Type.Object({
 });
 
 export const Deleted = Type.Object({ message: Type.String() });
+
+export const QueueProgress = Type.Object(
+  {
+    queue_id: Uuid,
+    num_records: Type.Integer(),
+    num_templates: Type.Integer(),
+    num_complete: Type.Integer({
+      description:
+        'Records annotated on every template of the queue by every member (what fully_annotated matches)',
+    }),
+    users: Type.Array(
+      Type.Object({
+        user_id: Uuid,
+        email: Type.String(),
+        member: Type.Boolean({
+          description: 'A member of the queue; the caller is listed last when not one',
+        }),
+        num_annotated: Type.Integer({
+          description: "The queue's records this user has annotated on every template",
+        }),
+      }),
+    ),
+  },
+  { title: 'AnnotationQueueProgress' },
+);

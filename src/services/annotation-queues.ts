@@ -208,6 +208,38 @@ export class AnnotationQueuesService {
     return { removed, num_records: (await this.queues.byId(projectId, queueId))?.num_records ?? 0 };
   }
 
+  /**
+   * How far each member has come (records annotated on every template of the queue) and how many
+   * records every member has finished. A caller who is not a member (an editor) is listed last, so
+   * that their own work shows too.
+   */
+  async progress(caller: Caller, projectId: string, queueId: string) {
+    const q = await this.visible(caller, projectId, queueId);
+    const member = new Set(q.user_ids);
+    const userIds = member.has(caller.id) ? q.user_ids : [...q.user_ids, caller.id];
+    const [counts, users] = await Promise.all([
+      this.queues.progress(q.id, q.template_ids, userIds, q.user_ids),
+      this.users.byIds(userIds),
+    ]);
+    const emails = new Map(users.map((u) => [u.id, u.email]));
+    // No templates: nothing is asked of a record, so each one is done (as fully_annotated reads it).
+    const done = (n: number | undefined) => (q.template_ids.length ? (n ?? 0) : q.num_records);
+    return {
+      queue_id: q.id,
+      num_records: q.num_records,
+      num_templates: q.template_ids.length,
+      num_complete: q.template_ids.length && q.user_ids.length ? counts.complete : q.num_records,
+      users: userIds
+        .filter((id) => emails.has(id))
+        .map((id) => ({
+          user_id: id,
+          email: emails.get(id) as string,
+          member: member.has(id),
+          num_annotated: done(counts.annotated.get(id)),
+        })),
+    };
+  }
+
   /** A page of the queue's records (any type), as the other searches answer; fully_annotated works here. */
   async searchRecords(caller: Caller, projectId: string, queueId: string, body: SearchBody): Promise<Buffer> {
     const q = await this.visible(caller, projectId, queueId);

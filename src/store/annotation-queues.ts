@@ -9,6 +9,14 @@ import type { AnnotationQueuesTable, DB } from './tables.ts';
 
 export type QueueRow = AnnotationQueuesTable;
 
+/** How far a queue's annotation has come: per user, and for all of them together. */
+export interface QueueProgressCounts {
+  /** User id → how many of the queue's records that user has annotated on every template. */
+  annotated: Map<string, number>;
+  /** Records annotated on every template by every member. */
+  complete: number;
+}
+
 /** A queue with its templates, members and how many records it holds. */
 export interface QueueView extends QueueRow {
   template_ids: string[];
@@ -157,6 +165,46 @@ export class AnnotationQueuesRepo {
       .onConflict((oc) => oc.columns(['queue_id', 'record_id']).doNothing())
       .executeTakeFirst();
     return Number(res.numInsertedOrUpdatedRows ?? 0);
+  }
+
+  /**
+   * For each of `userIds`, the queue's records with their reviewer annotation on every one of
+   * `templateIds`; and the records every one of `memberIds` (among `userIds`) has done so on. One statement: the queue's
+   * records by its primary key, their annotations through the (record_id, template_id, author)
+   * index, where one row per template and author means a count equal to the templates is all of them.
+   */
+  async progress(
+    queueId: string,
+    templateIds: string[],
+    userIds: string[],
+    memberIds: string[],
+  ): Promise<QueueProgressCounts> {
+    if (!templateIds.length || !userIds.length) return { annotated: new Map(), complete: 0 };
+    // The row with a null user: how many records all members finished.
+    const everyone = memberIds.length
+      ? sql`union all select null, count(*) from (
+          select record_id from done where author in (${sql.join(memberIds)})
+          group by record_id having count(*) = ${memberIds.length}) as everyone`
+      : sql``;
+    const rows = await sql<{ user_id: string | null; n: number | string }>`
+      with done as (
+        select a.record_id, a.author
+        from annotation_queue_records as qr
+        join annotations as a on a.record_id = qr.record_id
+        where qr.queue_id = ${queueId} and a.source = 'reviewer'
+          and a.template_id in (${sql.join(templateIds)}) and a.author in (${sql.join(userIds)})
+        group by a.record_id, a.author
+        having count(*) = ${templateIds.length}
+      )
+      select author as user_id, count(*) as n from done group by author
+      ${everyone}`.execute(this.db);
+    const annotated = new Map<string, number>();
+    let complete = 0;
+    for (const r of rows.rows) {
+      if (r.user_id === null) complete = Number(r.n);
+      else annotated.set(r.user_id, Number(r.n));
+    }
+    return { annotated, complete };
   }
 
   /** Removes records from a queue; how many were in it. */

@@ -561,5 +561,116 @@ for (const store of storesUnderTest()) {
       await ok('DELETE', `/annotation_queues/${q.id}`);
       assert.deepEqual((await trace(traces[1])).annotation_queue_ids, []);
     });
+
+    test('queue progress: per member the records annotated on every template, as fully_annotated counts them', async () => {
+      const up = await template({ name: 'p-up', type: 'thumbs' });
+      const tag = await template({ name: 'p-tags', type: 'tags' });
+      const q = await ok('POST', '/annotation_queues', {
+        name: 'progress',
+        template_ids: [up, tag],
+        user_ids: [annotator.id, s.adminId],
+      });
+      await ok('POST', `/annotation_queues/${q.id}/records`, { record_ids: traces.slice(0, 4) });
+      const progress = async (key?: string) =>
+        ok('GET', `/annotation_queues/${q.id}/progress`, undefined, key);
+      /** What the queue search's fully_annotated finds for these users (all members when left out). */
+      const fullyCount = async (user_ids?: string[]) =>
+        (
+          await ok('POST', `/annotation_queues/${q.id}/records/search`, {
+            filters: [{ type: 'fully_annotated', ...(user_ids ? { user_ids } : {}) }],
+            pagination: { limit: 100 },
+          })
+        ).records.length as number;
+      const counted = (p: Json) =>
+        Object.fromEntries(p.users.map((u: Json) => [u.user_id, [u.num_annotated, u.member]]));
+
+      let p = await progress();
+      assert.deepEqual(
+        { records: p.num_records, templates: p.num_templates, complete: p.num_complete },
+        { records: 4, templates: 2, complete: 0 },
+      );
+      assert.deepEqual(
+        p.users.map((u: Json) => u.user_id),
+        [annotator.id, s.adminId],
+      );
+      assert.equal(p.users[0].email, (await s.call('GET', `/v2/users/${annotator.id}`)).body.email);
+
+      // Admin: both templates on three records, one on the fourth. Annotator: both on one record,
+      // which the admin also finished. The editor (no member) and an end user annotate too.
+      for (const r of traces.slice(0, 3)) {
+        await annotate(r, up, { value: true });
+        await annotate(r, tag, { value: ['ok'] });
+      }
+      await annotate(traces[3], up, { value: false });
+      await annotate(traces[1], up, { value: true }, annotator.key);
+      await annotate(traces[1], tag, { value: [] }, annotator.key);
+      await annotate(traces[2], up, { value: true }, annotator.key);
+      await annotate(traces[0], up, { value: true }, editor.key);
+      await annotate(traces[0], tag, { value: ['e'] }, editor.key);
+      await annotate(traces[3], up, { value: true, source: 'end_user', external_user_id: s.adminId });
+      await annotate(traces[3], tag, { value: ['x'], source: 'end_user', external_user_id: s.adminId });
+      // A record outside the queue does not count.
+      await annotate(traces[5], up, { value: true }, annotator.key);
+      await annotate(traces[5], tag, { value: [] }, annotator.key);
+
+      p = await progress();
+      assert.deepEqual(counted(p), { [annotator.id]: [1, true], [s.adminId]: [3, true] });
+      assert.equal(p.num_complete, 1);
+      assert.equal(
+        p.users.find((u: Json) => u.user_id === annotator.id).num_annotated,
+        await fullyCount([annotator.id]),
+      );
+      assert.equal(
+        p.users.find((u: Json) => u.user_id === s.adminId).num_annotated,
+        await fullyCount([s.adminId]),
+      );
+      assert.equal(p.num_complete, await fullyCount());
+
+      // An editor who is not a member sees their own count last; the annotator sees the same numbers.
+      const byEditor = await progress(editor.key);
+      assert.deepEqual(counted(byEditor), { ...counted(p), [editor.id]: [1, false] });
+      assert.equal(byEditor.users.at(-1).user_id, editor.id);
+      assert.equal(byEditor.num_complete, 1);
+      assert.deepEqual(counted(await progress(annotator.key)), counted(p));
+
+      // Replacing a value keeps the count; removing one annotation takes the record out.
+      await annotate(traces[1], tag, { value: ['again'] }, annotator.key);
+      assert.deepEqual(counted(await progress()), counted(p));
+      await s.call('DELETE', url(`/records/${traces[1]}/annotations/${tag}`), undefined);
+      p = await progress();
+      assert.deepEqual(counted(p), { [annotator.id]: [1, true], [s.adminId]: [2, true] });
+      assert.equal(p.num_complete, 0);
+      assert.equal(p.num_complete, await fullyCount());
+
+      // A queue without templates asks nothing: every record is done.
+      const empty = await ok('POST', '/annotation_queues', {
+        name: 'no templates',
+        user_ids: [annotator.id],
+      });
+      await ok('POST', `/annotation_queues/${empty.id}/records`, { record_ids: traces.slice(0, 2) });
+      const none = await ok('GET', `/annotation_queues/${empty.id}/progress`);
+      assert.deepEqual(
+        { complete: none.num_complete, users: counted(none) },
+        { complete: 2, users: { [annotator.id]: [2, true], [s.adminId]: [2, false] } },
+      );
+
+      // Who may read it: viewers no (403); annotators only their queues (404 otherwise).
+      assert.equal(
+        (await s.call('GET', url(`/annotation_queues/${q.id}/progress`), undefined, viewer.key)).status,
+        403,
+      );
+      await ok('PATCH', `/annotation_queues/${q.id}`, { user_ids: [s.adminId] });
+      assert.equal(
+        (await s.call('GET', url(`/annotation_queues/${q.id}/progress`), undefined, annotator.key)).status,
+        404,
+      );
+      assert.equal(
+        (await s.call('GET', url(`/annotation_queues/${crypto.randomUUID()}/progress`))).status,
+        404,
+      );
+      assert.equal((await s.call('GET', url('/annotation_queues/nope/progress'))).status, 422);
+      await ok('DELETE', `/annotation_queues/${q.id}`);
+      await ok('DELETE', `/annotation_queues/${empty.id}`);
+    });
   });
 }

@@ -432,6 +432,7 @@ export const RULES: Record<string, RouteRule> = {
   'DELETE /v2/projects/{project_id}/annotation_queues/{queue_id}/records': project('editor', {
     build: (c) => ({ body: { record_ids: [c.w.ids.record_id] } }),
   }),
+  'GET /v2/projects/{project_id}/annotation_queues/{queue_id}/progress': project('annotator'),
   'POST /v2/projects/{project_id}/annotation_queues/{queue_id}/records/search': project('annotator', {
     build: () => ({ body: { filters: [{ type: 'fully_annotated' }] } }),
   }),

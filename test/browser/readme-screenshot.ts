@@ -1,12 +1,14 @@
 /**
- * `npm run docs:screenshot`: the README's picture of the trace view (docs/console-trace.png), taken
- * with the browser tests' own server, data and Chromium.
+ * `npm run docs:screenshot`: the README's pictures of the trace view (docs/console-trace.png) and of
+ * an annotation queue (docs/console-queue.png), taken with the browser tests' own server, data and
+ * Chromium.
  */
 import path from 'node:path';
 import { launchChromium, signIn, startConsoleServer } from '../helpers/browser.ts';
 import { seedConsoleWorld } from '../helpers/console-data.ts';
 
 const OUT = path.join(import.meta.dirname, '../../docs/console-trace.png');
+const QUEUE_OUT = path.join(import.meta.dirname, '../../docs/console-queue.png');
 
 const s = await startConsoleServer('sqlite');
 const browser = await launchChromium();
@@ -23,6 +25,31 @@ try {
   await page.locator('.panel .message.role-assistant').last().waitFor();
   await page.screenshot({ path: OUT });
   console.log(`wrote ${path.relative(process.cwd(), OUT)}`);
+
+  // A queue of the chat's turns on three templates, its first record half annotated.
+  const api = async (method: string, url: string, body?: unknown) => (await s.call(method, url, body)).body;
+  const P = `/v2/projects/${w.projectId}`;
+  const templates = [
+    { name: 'helpful', type: 'thumbs' },
+    { name: 'quality', type: 'stars' },
+    { name: 'tone', type: 'categorical', options: ['friendly', 'neutral', 'curt'] },
+  ];
+  const ids: string[] = [];
+  for (const t of templates) ids.push((await api('POST', `${P}/annotation_templates`, t)).id);
+  const q = await api('POST', `${P}/annotation_queues`, {
+    name: 'Support answers',
+    description: 'Is the answer right, and kind?',
+    template_ids: ids,
+    user_ids: [s.adminId],
+  });
+  await api('POST', `${P}/annotation_queues/${q.id}/records`, { record_ids: w.chatTraceIds });
+  await page.goto(`${s.url}/projects/${w.projectId}/annotation_queues/${q.id}`);
+  await page.locator('.annotation-field').first().waitFor();
+  await page.keyboard.press('y');
+  await page.keyboard.press('4');
+  await page.locator('.save-state', { hasText: 'Saved' }).nth(1).waitFor();
+  await page.screenshot({ path: QUEUE_OUT });
+  console.log(`wrote ${path.relative(process.cwd(), QUEUE_OUT)}`);
 } finally {
   await browser.close();
   await s.close();

@@ -47,6 +47,15 @@ export const router = createBrowserRouter([
       { index: true, element: <ProjectsPage /> },
       { path: 'projects', element: <ProjectsPage /> },
       { path: 'projects/:projectId', element: <ProjectPage /> },
+      // Annotation queues load on first visit: the traces page does not carry their code.
+      {
+        path: 'projects/:projectId/annotation_queues',
+        lazy: async () => ({ Component: (await import('./pages/QueuesPage.tsx')).QueuesPage }),
+      },
+      {
+        path: 'projects/:projectId/annotation_queues/:queueId',
+        lazy: async () => ({ Component: (await import('./pages/QueuePage.tsx')).QueuePage }),
+      },
       runRoutes('log_streams'),
       runRoutes('experiments'),
       { path: '*', element: <NotFoundPage /> },

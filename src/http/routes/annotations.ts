@@ -10,6 +10,7 @@ import {
   Deleted,
   Queue,
   QueueParams,
+  QueueProgress,
   QueueRecordsChanged,
   RemoveQueueRecords,
   SetAnnotation,
@@ -197,6 +198,18 @@ export default async function annotationRoutes(app: FastifyInstance) {
       await queues.delete(req.caller, req.params.project_id, req.params.queue_id);
       return { message: 'Annotation queue deleted' };
     },
+  );
+  app.get<{ Params: QP }>(
+    '/v2/projects/:project_id/annotation_queues/:queue_id/progress',
+    {
+      schema: {
+        tags,
+        summary: "A queue's progress: records each member annotated on every template, and those all did",
+        params: QueueParams,
+        response: withErrors({ 200: QueueProgress }),
+      },
+    },
+    async (req) => queues.progress(req.caller, req.params.project_id, req.params.queue_id),
   );
   app.post<{ Params: QP; Body: QueueRecordsBody }>(
     '/v2/projects/:project_id/annotation_queues/:queue_id/records',

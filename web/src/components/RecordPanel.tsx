@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import type { ApiRecord } from '../lib/api-types.ts';
-import { formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
+import { costOf, formatCost, formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
 import { JsonView } from './JsonView.tsx';
 import { KindIcon } from './KindIcon.tsx';
 import { ShownValue } from './Messages.tsx';
@@ -28,8 +28,9 @@ function download(name: string, value: unknown) {
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 
-/** A metric as a person reads it: durations in their unit, counts with separators. */
+/** A metric as a person reads it: durations in their unit, cost in dollars, counts with separators. */
 function metricText(key: string, value: number): string {
+  if (key === 'cost') return formatCost(value);
   return key.endsWith('_ns') ? formatNs(value) : formatCount(value);
 }
 
@@ -63,6 +64,7 @@ function KeyValues({
 export function RecordPanel({ record, downloadValue }: { record: ApiRecord; downloadValue?: unknown }) {
   const [copied, setCopied] = useState(false);
   const tokens = totalTokens(record.metrics);
+  const cost = costOf(record.metrics);
   const {
     spans: _children,
     traces: _traces,
@@ -79,6 +81,8 @@ export function RecordPanel({ record, downloadValue }: { record: ApiRecord; down
         ? null
         : `${formatCount(tokens)} (${formatCount(record.metrics?.num_input_tokens ?? 0)} in, ${formatCount(record.metrics?.num_output_tokens ?? 0)} out)`,
     ],
+    // Where tokens are, so is their cost; "—" says the model has no price (not that it was free).
+    ['Cost', tokens === null && cost === null ? null : formatCost(cost)],
     ['Model', record.model],
     ['Complete', record.is_complete ? 'yes' : 'no'],
     ['Updated', formatTime(record.updated_at)],

@@ -1,7 +1,7 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { type KeyboardEvent, useEffect, useMemo, useRef } from 'react';
 import type { TreeRecord } from '../lib/api-types.ts';
-import { formatCount, formatDuration, totalTokens } from '../lib/format.ts';
+import { costOf, formatCost, formatCount, formatDuration, totalTokens } from '../lib/format.ts';
 import { timelineOf, visibleRows } from '../lib/span-tree.ts';
 import { KindIcon } from './KindIcon.tsx';
 
@@ -101,6 +101,7 @@ export function TraceTree({
             const row = rows[item.index];
             const r = row.record;
             const tokens = totalTokens(r.metrics);
+            const cost = costOf(r.metrics);
             const failed = (r.status_code ?? 0) >= 400 || !!r.error_message;
             const open = !collapsed.has(r.id);
             const left = (row.offsetMs / timeline.totalMs) * 100;
@@ -146,6 +147,11 @@ export function TraceTree({
                   )}
                   <span className="tree-meta">
                     {tokens !== null && <span title="tokens">{formatCount(tokens)} tok</span>}
+                    {(tokens !== null || cost !== null) && (
+                      <span className="cost" title={cost === null ? 'no price for this model' : 'cost'}>
+                        {formatCost(cost)}
+                      </span>
+                    )}
                     <span>{formatDuration(row.durationMs)}</span>
                   </span>
                 </span>

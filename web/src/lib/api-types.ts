@@ -3,6 +3,11 @@
  * server reaches the bundle).
  */
 import type { Static } from '@sinclair/typebox';
+import type {
+  Queue as QueueSchema,
+  QueueProgress as QueueProgressSchema,
+  Template as TemplateSchema,
+} from '../../../src/schemas/annotations.ts';
 import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schemas/console.ts';
 import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
 import type { RecordSchema } from '../../../src/schemas/records.ts';
@@ -16,6 +21,9 @@ export type Column = Static<typeof ColumnDescriptor>;
 export type RecordsPage = Static<typeof SearchRecordsPage>;
 export type User = Static<typeof UserSchema>;
 export type ConsoleSession = Static<typeof ConsoleSessionSchema>;
+export type AnnotationQueue = Static<typeof QueueSchema>;
+export type AnnotationTemplate = Static<typeof TemplateSchema>;
+export type QueueProgress = Static<typeof QueueProgressSchema>;
 
 /** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
 export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };

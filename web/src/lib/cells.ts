@@ -1,6 +1,6 @@
 /** A record's value in a column of the record tables, and how a cell writes it. */
 import type { ApiRecord, Column } from './api-types.ts';
-import { formatCount, formatNs, formatTime } from './format.ts';
+import { formatCost, formatCount, formatNs, formatTime } from './format.ts';
 import { preview } from './messages.ts';
 
 const NAMESPACES = ['metrics', 'user_metadata', 'dataset_metadata'] as const;
@@ -16,9 +16,12 @@ export function cellValue(record: ApiRecord, columnId: string): unknown {
 }
 
 const NANOSECOND_METRICS = new Set(['metrics/duration_ns', 'metrics/time_to_first_token_ns']);
+const COST = 'metrics/cost';
 
 /** The cell's text; the table adds styling for kinds, status and tags. */
 export function cellText(value: unknown, columnId: string, column: Column | undefined): string {
+  // Dollars; a record without a cost says so ("—"), rather than looking free.
+  if (columnId === COST) return formatCost(value);
   if (value === null || value === undefined) return '';
   if (NANOSECOND_METRICS.has(columnId)) return formatNs(value);
   if (columnId === 'input' || columnId === 'output')
@@ -34,9 +37,12 @@ export function cellText(value: unknown, columnId: string, column: Column | unde
   return String(value);
 }
 
-/** The header: the catalogue's label, without the unit when the cell shows durations in their own unit. */
+/** The header: the catalogue's label, without the unit when the cell writes its own ($, ms, s). */
 export const columnTitle = (column: Column | undefined, columnId: string) =>
-  (column?.label ?? columnId).replace(NANOSECOND_METRICS.has(columnId) ? / \(ns\)$/i : /$^/, '');
+  (column?.label ?? columnId).replace(
+    NANOSECOND_METRICS.has(columnId) ? / \(ns\)$/i : columnId === COST ? / \(USD\)$/i : /$^/,
+    '',
+  );
 
 export function cellClass(column: Column | undefined, columnId: string): string | undefined {
   if (isNumericColumn(column, columnId)) return 'num';

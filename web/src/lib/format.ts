@@ -44,3 +44,27 @@ export const totalTokens = (metrics: Record<string, number> | undefined) => {
   const o = metrics.num_output_tokens;
   return typeof i === 'number' || typeof o === 'number' ? (i ?? 0) + (o ?? 0) : null;
 };
+
+const dollars = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD' });
+const smallDollars = new Intl.NumberFormat('en-US', {
+  style: 'currency',
+  currency: 'USD',
+  maximumSignificantDigits: 3,
+});
+
+/**
+ * A cost in US dollars: cents from a dollar up, three significant digits below (one llm call often
+ * costs $0.000123), "—" when the record has no cost (its model has no price: unknown, not free).
+ */
+export function formatCost(usd: unknown): string {
+  if (typeof usd !== 'number' || !Number.isFinite(usd)) return '—';
+  if (Math.abs(usd) >= 1 || usd === 0) return dollars.format(usd);
+  // Never fewer than two decimals: $0.10, not $0.1.
+  const text = smallDollars.format(usd);
+  const decimals = text.split('.')[1]?.length ?? 0;
+  return decimals >= 2 ? text : `${text}${decimals === 0 ? '.' : ''}${'0'.repeat(2 - decimals)}`;
+}
+
+/** The record's cost when it has one (an llm span, trace or session with priced spans). */
+export const costOf = (metrics: Record<string, number> | undefined) =>
+  typeof metrics?.cost === 'number' ? metrics.cost : null;

@@ -165,6 +165,7 @@ export const DEFAULT_COLUMNS: Record<RecordTab, string[]> = {
     'created_at',
     'metrics/duration_ns',
     'metrics/num_total_tokens',
+    'metrics/cost',
     'status_code',
   ],
   spans: [
@@ -176,6 +177,7 @@ export const DEFAULT_COLUMNS: Record<RecordTab, string[]> = {
     'created_at',
     'metrics/duration_ns',
     'metrics/num_total_tokens',
+    'metrics/cost',
   ],
   sessions: [
     'name',
@@ -185,5 +187,6 @@ export const DEFAULT_COLUMNS: Record<RecordTab, string[]> = {
     'created_at',
     'metrics/duration_ns',
     'metrics/num_total_tokens',
+    'metrics/cost',
   ],
 };

@@ -6,7 +6,7 @@ import { RecordPanel } from '../components/RecordPanel.tsx';
 import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { get } from '../lib/api.ts';
 import type { RunKind, SessionRecord } from '../lib/api-types.ts';
-import { formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
+import { costOf, formatCost, formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
 import { runScope } from '../lib/list-view.ts';
 import { useApi } from '../lib/use-api.ts';
 
@@ -22,6 +22,7 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
   const s = session.fresh ? session.data : undefined;
   const traces = s ? [...s.traces].sort((a, b) => a.created_at.localeCompare(b.created_at)) : [];
   const tokens = s ? totalTokens(s.metrics) : null;
+  const cost = s ? costOf(s.metrics) : null;
   return (
     <>
       <RunHeader
@@ -42,12 +43,14 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
             <span className="muted">
               {formatCount(traces.length)} traces · {formatNs(s.metrics?.duration_ns)} in all
               {tokens !== null && ` · ${formatCount(tokens)} tokens`}
+              {(tokens !== null || cost !== null) && ` · ${formatCost(cost)}`}
             </span>
           </div>
           <div className="session-layout">
             <ol className="transcript" aria-label="Conversation">
               {traces.map((t, i) => {
                 const tt = totalTokens(t.metrics);
+                const tc = costOf(t.metrics);
                 return (
                   <li key={t.id} className="turn">
                     <div className="turn-head">
@@ -58,6 +61,7 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
                       <span className="muted small">
                         {formatTime(t.created_at)} · {formatNs(t.metrics?.duration_ns)}
                         {tt !== null && ` · ${formatCount(tt)} tokens`}
+                        {(tt !== null || tc !== null) && ` · ${formatCost(tc)}`}
                       </span>
                       {((t.status_code ?? 0) >= 400 || t.error_message) && (
                         <span className="status bad">error</span>

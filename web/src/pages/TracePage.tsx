@@ -7,7 +7,7 @@ import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { TraceTree } from '../components/TraceTree.tsx';
 import { get } from '../lib/api.ts';
 import type { ApiRecord, RunKind, TreeRecord } from '../lib/api-types.ts';
-import { formatCount, formatNs, totalTokens } from '../lib/format.ts';
+import { costOf, formatCost, formatCount, formatNs, totalTokens } from '../lib/format.ts';
 import { ancestorsOf, indexTree } from '../lib/span-tree.ts';
 import { runScope } from '../lib/list-view.ts';
 import { useApi } from '../lib/use-api.ts';
@@ -66,6 +66,7 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
   };
 
   const tokens = root ? totalTokens(root.metrics) : null;
+  const cost = root ? costOf(root.metrics) : null;
   return (
     <>
       <RunHeader
@@ -85,7 +86,9 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
             <h1>{root.name || 'Trace'}</h1>
             <span className="muted">
               {formatNs(root.metrics?.duration_ns)}
-              {tokens !== null && ` · ${formatCount(tokens)} tokens`} · {formatCount(byId.size - 1)} spans
+              {tokens !== null && ` · ${formatCount(tokens)} tokens`}
+              {(tokens !== null || cost !== null) && ` · ${formatCost(cost)}`} · {formatCount(byId.size - 1)}{' '}
+              spans
             </span>
           </div>
           <div className="trace-layout">
