@@ -68,6 +68,9 @@ export function RunHeader({
               {t.label}
             </NavLink>
           ))}
+          <NavLink to={`${base}/signals`} className={({ isActive }) => (isActive ? 'tab active' : 'tab')}>
+            Signals
+          </NavLink>
         </nav>
       )}
     </>

@@ -77,6 +77,9 @@ export function ProjectPage() {
           <div className="page-head">
             <h1>{project.data?.name ?? 'Project'}</h1>
             <span className="muted mono">{projectId}</span>
+            <Link to={`/projects/${projectId}/collaborators`} className="button small">
+              Collaborators
+            </Link>
           </div>
           <RunList projectId={projectId} kind="log_streams" />
           <RunList projectId={projectId} kind="experiments" />
