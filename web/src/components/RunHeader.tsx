@@ -57,7 +57,7 @@ export function RunHeader({
       />
       {error && <ErrorNote error={error} />}
       {tabs && (
-        <nav className="tabs" aria-label="Record types">
+        <nav className="tabs" aria-label="Run pages">
           {TABS.map((t) => (
             <NavLink
               key={t.tab}

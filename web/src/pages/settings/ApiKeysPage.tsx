@@ -62,11 +62,11 @@ function KeyRow({ k, onRevoked }: { k: ApiKey; onRevoked: () => void }) {
     <tr data-key-id={k.id}>
       <td>{k.description || <span className="muted">no description</span>}</td>
       <td className="mono">{k.key_prefix}…</td>
-      <td className="nowrap">{formatTime(k.created_at)}</td>
-      <td className="nowrap">
+      <td className="nowrap wide-only">{formatTime(k.created_at)}</td>
+      <td className="nowrap wide-only">
         {k.last_used_at ? formatTime(k.last_used_at) : <span className="muted">never</span>}
       </td>
-      <td className="nowrap">
+      <td className="nowrap wide-only">
         {k.expires_at ? formatTime(k.expires_at) : <span className="muted">never</span>}
       </td>
       <td className="actions">
@@ -161,9 +161,15 @@ export function ApiKeysPage() {
                 <tr>
                   <th scope="col">Description</th>
                   <th scope="col">Key</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Expires</th>
+                  <th scope="col" className="wide-only">
+                    Created
+                  </th>
+                  <th scope="col" className="wide-only">
+                    Last used
+                  </th>
+                  <th scope="col" className="wide-only">
+                    Expires
+                  </th>
                   <th scope="col">
                     <span className="visually-hidden">Actions</span>
                   </th>

@@ -85,7 +85,7 @@ function UserRow({ u, onChanged }: { u: User; onChanged: () => void }) {
   return (
     <tr>
       <td>{u.email}</td>
-      <td>{`${u.first_name} ${u.last_name}`.trim()}</td>
+      <td className="wide-only">{`${u.first_name} ${u.last_name}`.trim()}</td>
       <td>
         <select
           aria-label={`System role of ${u.email}`}
@@ -97,7 +97,7 @@ function UserRow({ u, onChanged }: { u: User; onChanged: () => void }) {
         </select>
         <FieldError message={problem} />
       </td>
-      <td className="nowrap">{formatTime(u.created_at)}</td>
+      <td className="nowrap wide-only">{formatTime(u.created_at)}</td>
     </tr>
   );
 }
@@ -259,9 +259,13 @@ export function UsersPage() {
                 <thead>
                   <tr>
                     <th scope="col">Email</th>
-                    <th scope="col">Name</th>
+                    <th scope="col" className="wide-only">
+                      Name
+                    </th>
                     <th scope="col">System role</th>
-                    <th scope="col">Created</th>
+                    <th scope="col" className="wide-only">
+                      Created
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
