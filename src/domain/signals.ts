@@ -83,3 +83,15 @@ export function cronProblem(expression: string, timezone: string): string | null
     return `Invalid cron expression: ${err instanceof Error ? err.message : String(err)}`;
   }
 }
+
+/**
+ * The next `count` times a usable expression (cronProblem null) fires after `from`, in `timezone`:
+ * the console's preview, computed by the same parser that judges the expression on the server.
+ */
+export function nextRuns(expression: string, timezone: string, count: number, from = new Date()): Date[] {
+  const parsed = CronExpressionParser.parse(expression.trim().split(/\s+/).join(' '), {
+    tz: timezone,
+    currentDate: from,
+  });
+  return Array.from({ length: count }, () => parsed.next().toDate());
+}

@@ -31,6 +31,10 @@ export const CreateUser = Type.Object({
   role: Type.Optional(Type.Union([Type.Literal('admin'), Type.Literal('user')])),
 });
 
+export const SetSystemRole = Type.Object({
+  role: Type.Union([Type.Literal('admin'), Type.Literal('user')]),
+});
+
 export const ApiKey = Type.Object({
   id: Uuid,
   description: Type.String(),

@@ -82,7 +82,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     config,
     keyring,
   );
-  const projects = new ProjectsService(new ProjectsRepo(store.db), usersRepo);
+  const projects = new ProjectsService(new ProjectsRepo(store.db, store.dialect), usersRepo);
   const runs = new RunsService(new RunsRepo(store.db, store.dialect), usersRepo, projects);
   const read = readStores(store);
   const recordsRepo = new RecordsRepo(store.db);

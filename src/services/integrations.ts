@@ -5,14 +5,10 @@ import { type Role, atLeast, isRole, permissionsFor, strongest } from '../domain
 import { SecretBox } from '../domain/secretbox.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { GatewayIntegrationInput } from '../schemas/integrations.ts';
-import type {
-  GroupCollaboratorRow,
-  IntegrationRow,
-  IntegrationsRepo,
-  UserCollaboratorRow,
-} from '../store/integrations.ts';
+import type { IntegrationRow, IntegrationsRepo } from '../store/integrations.ts';
 import type { UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
+import { describeGroupCollaborator, describeUserCollaborator } from './collaborators.ts';
 import type { Keyring } from './keyring.ts';
 
 export const GATEWAY = 'example_gateway';
@@ -78,39 +74,6 @@ function checkEndpoint(endpoint: string): void {
       input: endpoint,
     });
   }
-}
-
-/** Which of the caller's integration actions a collaborator record allows (owners change sharing). */
-function collaboratorPermissions(callerRole: Role | null) {
-  const owner = callerRole === 'owner';
-  return [
-    { action: 'update', allowed: owner },
-    { action: 'delete', allowed: owner },
-  ];
-}
-
-function describeUserCollaborator(c: UserCollaboratorRow, callerRole: Role | null) {
-  return {
-    id: c.id,
-    created_at: toIso(c.created_at),
-    user_id: c.user_id,
-    first_name: c.first_name,
-    last_name: c.last_name,
-    email: c.email,
-    role: c.role as Role,
-    permissions: collaboratorPermissions(callerRole),
-  };
-}
-
-function describeGroupCollaborator(c: GroupCollaboratorRow, callerRole: Role | null) {
-  return {
-    id: c.id,
-    created_at: toIso(c.created_at),
-    group_id: c.group_id,
-    group_name: c.group_name,
-    role: c.role as Role,
-    permissions: collaboratorPermissions(callerRole),
-  };
 }
 
 const LAST_OWNER = 'An integration must keep at least one owner';

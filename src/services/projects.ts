@@ -1,12 +1,13 @@
 import { rejectUnstorable } from '../domain/text.ts';
-import { conflict, forbidden, notFound } from '../domain/errors.ts';
+import { conflict, forbidden, notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { type Role, atLeast, isRole, strongest } from '../domain/roles.ts';
 import { nowUs, toIso } from '../domain/time.ts';
-import type { ProjectRow, ProjectsRepo } from '../store/projects.ts';
+import type { Collaborator, ProjectRow, ProjectsRepo } from '../store/projects.ts';
 import type { UsersRepo } from '../store/users.ts';
 import { ACCESS_CACHE_MS } from './access-cache.ts';
 import type { Caller } from './auth.ts';
+import { describeGroupCollaborator, describeUserCollaborator } from './collaborators.ts';
 
 export function describeProject(p: ProjectRow) {
   return {
@@ -165,5 +166,54 @@ export class ProjectsService {
       group_id: target.group_id ?? null,
       role,
     };
+  }
+
+  async listUsers(caller: Caller, projectId: string) {
+    await this.access(caller, projectId);
+    const role = await this.roleOn(caller, projectId);
+    return (await this.projects.userCollaborators(projectId)).map((c) => describeUserCollaborator(c, role));
+  }
+
+  async listGroups(caller: Caller, projectId: string) {
+    await this.access(caller, projectId);
+    const role = await this.roleOn(caller, projectId);
+    return (await this.projects.groupCollaborators(projectId)).map((c) => describeGroupCollaborator(c, role));
+  }
+
+  /** PATCH a collaborator's role (owners); the last owner cannot be demoted (422 at body.role). */
+  async setUserRole(caller: Caller, projectId: string, userId: string, role: Role) {
+    await this.change(caller, projectId, { user_id: userId }, role, ['body', 'role']);
+    const [row] = await this.projects.userCollaborators(projectId, userId);
+    if (!row) throw notFound('User collaborator');
+    return describeUserCollaborator(row, await this.roleOn(caller, projectId));
+  }
+
+  async setGroupRole(caller: Caller, projectId: string, groupId: string, role: Role) {
+    await this.change(caller, projectId, { group_id: groupId }, role, ['body', 'role']);
+    const [row] = await this.projects.groupCollaborators(projectId, groupId);
+    if (!row) throw notFound('Group collaborator');
+    return describeGroupCollaborator(row, await this.roleOn(caller, projectId));
+  }
+
+  async removeUser(caller: Caller, projectId: string, userId: string) {
+    await this.change(caller, projectId, { user_id: userId }, null, ['path', 'user_id']);
+  }
+
+  async removeGroup(caller: Caller, projectId: string, groupId: string) {
+    await this.change(caller, projectId, { group_id: groupId }, null, ['path', 'group_id']);
+  }
+
+  private async change(
+    caller: Caller,
+    projectId: string,
+    who: Collaborator,
+    role: Role | null,
+    lastOwnerLoc: (string | number)[],
+  ) {
+    await this.access(caller, projectId, 'owner');
+    const outcome = await this.projects.changeCollaborator(projectId, who, role);
+    if (outcome === 'not_a_collaborator')
+      throw notFound('user_id' in who ? 'User collaborator' : 'Group collaborator');
+    if (outcome === 'last_owner') throw valueError(lastOwnerLoc, 'A project must keep at least one owner');
   }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Config } from '../config.ts';
-import { conflict, forbidden, notFound } from '../domain/errors.ts';
+import { conflict, forbidden, notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { GroupRow, UserRow, UsersRepo } from '../store/users.ts';
@@ -113,6 +113,15 @@ export class UsersService {
     const u = await this.users.byId(id);
     if (!u) throw notFound('User');
     return describeUser(u);
+  }
+
+  /** PATCH a user's system role (admins); the last admin cannot be demoted (422 at body.role). */
+  async setRole(caller: Caller, id: string, role: 'admin' | 'user') {
+    requireAdmin(caller);
+    const done = await this.users.setRole(id, role, nowUs());
+    if (done === false) throw notFound('User');
+    if (done === 'last_admin') throw valueError(['body', 'role'], 'Spanbase must keep at least one admin');
+    return this.get(caller, id);
   }
 
   async createGroup(caller: Caller, input: { name: string; description?: string | null }) {

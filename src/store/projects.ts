@@ -1,8 +1,26 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
+import type { Dialect } from './db.ts';
 import type { DB, ProjectCollaboratorsTable, ProjectsTable } from './tables.ts';
 
 export type ProjectRow = ProjectsTable;
 export type ProjectCollaboratorRow = ProjectCollaboratorsTable;
+
+export interface ProjectUserCollaboratorRow extends ProjectCollaboratorRow {
+  user_id: string;
+  email: string;
+  first_name: string;
+  last_name: string;
+}
+
+export interface ProjectGroupCollaboratorRow extends ProjectCollaboratorRow {
+  group_id: string;
+  group_name: string;
+}
+
+export type Collaborator = { user_id: string } | { group_id: string };
+
+/** Thrown inside a collaborator change to undo it: no owner would be left. */
+class NoOwnerLeft extends Error {}
 
 export class ProjectsRepo {
   /**
@@ -11,7 +29,10 @@ export class ProjectsRepo {
    */
   generation = 0;
 
-  constructor(private readonly db: Kysely<DB>) {}
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
 
   async insert(project: ProjectRow, owner: ProjectCollaboratorRow): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
@@ -79,6 +100,82 @@ export class ProjectsRepo {
         await del.execute();
         await tx.insertInto('project_collaborators').values(row).execute();
       });
+    } finally {
+      this.generation++;
+    }
+  }
+
+  userCollaborators(projectId: string, userId?: string): Promise<ProjectUserCollaboratorRow[]> {
+    let q = this.db
+      .selectFrom('project_collaborators as pc')
+      .innerJoin('users as u', 'u.id', 'pc.user_id')
+      .selectAll('pc')
+      .select(['u.email', 'u.first_name', 'u.last_name'])
+      .where('pc.project_id', '=', projectId);
+    if (userId !== undefined) q = q.where('pc.user_id', '=', userId);
+    return q.orderBy('pc.created_at').orderBy('pc.id').execute() as Promise<ProjectUserCollaboratorRow[]>;
+  }
+
+  groupCollaborators(projectId: string, groupId?: string): Promise<ProjectGroupCollaboratorRow[]> {
+    let q = this.db
+      .selectFrom('project_collaborators as pc')
+      .innerJoin('groups as g', 'g.id', 'pc.group_id')
+      .selectAll('pc')
+      .select('g.name as group_name')
+      .where('pc.project_id', '=', projectId);
+    if (groupId !== undefined) q = q.where('pc.group_id', '=', groupId);
+    return q.orderBy('pc.created_at').orderBy('pc.id').execute() as Promise<ProjectGroupCollaboratorRow[]>;
+  }
+
+  /**
+   * Gives a collaborator another role, or removes them (`role` null), in one transaction that is
+   * undone when no user would be left holding the owner role (directly or through a group with
+   * members). The project row is locked first on PostgreSQL (SQLite transactions are already
+   * serial), so that two concurrent changes cannot together remove the last owner.
+   */
+  async changeCollaborator(
+    projectId: string,
+    who: Collaborator,
+    role: string | null,
+  ): Promise<'done' | 'not_a_collaborator' | 'last_owner'> {
+    try {
+      return await this.db.transaction().execute(async (tx) => {
+        if (this.dialect === 'postgres')
+          await tx.selectFrom('projects').select('id').where('id', '=', projectId).forUpdate().execute();
+        const [column, id] = 'user_id' in who ? ['user_id', who.user_id] : ['group_id', who.group_id];
+        const n =
+          role === null
+            ? (
+                await tx
+                  .deleteFrom('project_collaborators')
+                  .where('project_id', '=', projectId)
+                  .where(column as 'user_id', '=', id)
+                  .executeTakeFirst()
+              ).numDeletedRows
+            : (
+                await tx
+                  .updateTable('project_collaborators')
+                  .set({ role })
+                  .where('project_id', '=', projectId)
+                  .where(column as 'user_id', '=', id)
+                  .executeTakeFirst()
+              ).numUpdatedRows;
+        if (Number(n) === 0) return 'not_a_collaborator';
+        const owners = await sql<{ n: number | string }>`
+          select count(distinct owner_id) as n from (
+            select pc.user_id as owner_id from project_collaborators pc
+              where pc.project_id = ${projectId} and pc.role = 'owner' and pc.user_id is not null
+            union
+            select gm.user_id as owner_id from project_collaborators pc
+              join group_members gm on gm.group_id = pc.group_id
+              where pc.project_id = ${projectId} and pc.role = 'owner'
+          ) owners`.execute(tx);
+        if (Number(owners.rows[0]?.n ?? 0) === 0) throw new NoOwnerLeft();
+        return 'done';
+      });
+    } catch (err) {
+      if (err instanceof NoOwnerLeft) return 'last_owner';
+      throw err;
     } finally {
       this.generation++;
     }

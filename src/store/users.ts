@@ -51,6 +51,32 @@ export class UsersRepo {
     return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('id').execute();
   }
 
+  /**
+   * Sets a user's system role; false when there is no such user. A demotion that would leave no
+   * admin changes nothing and answers 'last_admin' (one statement, so the check and the change see
+   * the same rows).
+   */
+  async setRole(id: string, role: string, at: number): Promise<boolean | 'last_admin'> {
+    try {
+      let q = this.db.updateTable('users').set({ role, updated_at: at }).where('id', '=', id);
+      if (role !== 'admin')
+        q = q.where((w) =>
+          w.exists(
+            w
+              .selectFrom('users as other')
+              .select('other.id')
+              .where('other.role', '=', 'admin')
+              .where('other.id', '<>', id),
+          ),
+        );
+      const r = await q.executeTakeFirst();
+      if (Number(r.numUpdatedRows) > 0) return true;
+      return (await this.byId(id)) ? 'last_admin' : false;
+    } finally {
+      this.generation++;
+    }
+  }
+
   async insertKey(key: ApiKeyRow): Promise<void> {
     await this.db.insertInto('api_keys').values(key).execute();
   }

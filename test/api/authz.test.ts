@@ -128,6 +128,10 @@ export const RULES: Record<string, RouteRule> = {
   'POST /v2/users': { ...admin, build: () => ({ body: { email: `${uniq('u')}@example.com` } }) },
   'GET /v2/users': admin,
   'GET /v2/users/{user_id}': { ...self, build: (c) => ({ path: { user_id: c.caller.id ?? c.w.owner.id } }) },
+  'PATCH /v2/users/{user_id}': {
+    ...admin,
+    build: (c) => ({ path: { user_id: c.w.bystander.id }, body: { role: 'user' } }),
+  },
   'POST /v2/users/api_keys': self,
   'GET /v2/users/api_keys': self,
   'DELETE /v2/users/api_keys/{api_key_id}': {
@@ -169,6 +173,34 @@ export const RULES: Record<string, RouteRule> = {
   'DELETE /v2/projects/{project_id}': project('owner', { destructive: true }),
   'POST /v2/projects/{project_id}/collaborators': project('owner', {
     build: (c) => ({ body: { user_id: c.w.bystander.id, role: 'viewer' } }),
+  }),
+  'GET /v2/projects/{project_id}/users': project('viewer'),
+  'GET /v2/projects/{project_id}/groups': project('viewer'),
+  'PATCH /v2/projects/{project_id}/users/{user_id}': project('owner', {
+    build: (c) => ({ path: { user_id: c.w.viewer.id }, body: { role: 'viewer' } }),
+  }),
+  'PATCH /v2/projects/{project_id}/groups/{group_id}': project('owner', {
+    build: async (c) => {
+      const url = `/v2/projects/${c.w.ids.project_id}/collaborators`;
+      await c.s.call('POST', url, { group_id: c.w.group_id, role: 'viewer' }, c.w.owner.key);
+      return { body: { role: 'viewer' } };
+    },
+  }),
+  'DELETE /v2/projects/{project_id}/users/{user_id}': project('owner', {
+    destructive: true,
+    build: async (c) => {
+      const url = `/v2/projects/${c.w.ids.project_id}/collaborators`;
+      await c.s.call('POST', url, { user_id: c.w.bystander.id, role: 'viewer' }, c.w.owner.key);
+      return { path: { user_id: c.w.bystander.id } };
+    },
+  }),
+  'DELETE /v2/projects/{project_id}/groups/{group_id}': project('owner', {
+    destructive: true,
+    build: async (c) => {
+      const url = `/v2/projects/${c.w.ids.project_id}/collaborators`;
+      await c.s.call('POST', url, { group_id: c.w.group_id, role: 'viewer' }, c.w.owner.key);
+      return {};
+    },
   }),
   'POST /v2/projects/{project_id}/log_streams': project('editor', {
     build: () => ({ body: { name: uniq('ls') } }),

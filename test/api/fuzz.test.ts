@@ -428,6 +428,9 @@ for (const store of storesUnderTest()) {
         return r.body;
       };
       const u = await s.user();
+      // PATCH /v2/users/{user_id} may rightly make its target an admin: it gets a user of its own, so
+      // that `u` staying a plain user still shows that no other request raised anyone's role.
+      const roleTarget = await s.user();
       const g = await mk('/v2/groups', { name: 'fuzz-group' });
       await mk(`/v2/groups/${g.id}/members`, [{ user_id: u.id }]);
       // The sentinel: one of everything, never handed to a write; the playground: the same, to play with.
@@ -460,6 +463,7 @@ for (const store of storesUnderTest()) {
       };
       const poolFor = (op: Operation) => (raw: string) => {
         const name = ALIAS[raw] ?? raw;
+        if (op.key === 'PATCH /v2/users/{user_id}' && name === 'user_id') return [roleTarget.id];
         const list = [...(pools.get(name) ?? [])];
         if (isReadOnly(op)) {
           if (ctxS[name]) list.push(ctxS[name]);

@@ -1,4 +1,4 @@
-import { Navigate, createBrowserRouter, useParams } from 'react-router';
+import { Navigate, type RouteObject, createBrowserRouter, useParams } from 'react-router';
 import { Layout } from './components/Layout.tsx';
 import type { RunKind } from './lib/api-types.ts';
 import { LoginPage } from './pages/LoginPage.tsx';
@@ -35,8 +35,40 @@ const runRoutes = (kind: RunKind) => ({
     { path: 'traces/:traceId', lazy: tracePage(kind) },
     { path: 'spans/:spanId', lazy: tracePage(kind) },
     { path: 'sessions/:sessionId', lazy: sessionPage(kind) },
+    {
+      path: 'signals',
+      lazy: async () => {
+        const { SignalsPage } = await import('./pages/settings/SignalsPage.tsx');
+        return { element: <SignalsPage runKind={kind} /> };
+      },
+    },
   ],
 });
+
+/** The settings pages, loaded when first opened: the traces page's first load does not carry them. */
+const settingsRoutes: RouteObject[] = [
+  { path: 'settings', element: <Navigate to="/settings/api-keys" replace /> },
+  {
+    path: 'settings/api-keys',
+    lazy: async () => ({ Component: (await import('./pages/settings/ApiKeysPage.tsx')).ApiKeysPage }),
+  },
+  {
+    path: 'settings/users',
+    lazy: async () => ({ Component: (await import('./pages/settings/UsersPage.tsx')).UsersPage }),
+  },
+  {
+    path: 'settings/integrations',
+    lazy: async () => ({
+      Component: (await import('./pages/settings/IntegrationsPage.tsx')).IntegrationsPage,
+    }),
+  },
+  {
+    path: 'projects/:projectId/collaborators',
+    lazy: async () => ({
+      Component: (await import('./pages/settings/CollaboratorsPage.tsx')).CollaboratorsPage,
+    }),
+  },
+];
 
 export const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
@@ -58,6 +90,7 @@ export const router = createBrowserRouter([
       },
       runRoutes('log_streams'),
       runRoutes('experiments'),
+      ...settingsRoutes,
       { path: '*', element: <NotFoundPage /> },
     ],
   },

@@ -1,7 +1,8 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import type { Role } from '../../domain/roles.ts';
-import { ProjectParams, withErrors } from '../../schemas/common.ts';
+import { ProjectParams, Uuid, withErrors } from '../../schemas/common.ts';
+import { GroupCollaborator, SetRole, UserCollaborator } from '../../schemas/integrations.ts';
 import { CreateProject, ListProjectsQuery, Project, ShareProject } from '../../schemas/projects.ts';
 
 export default async function projectRoutes(app: FastifyInstance) {
@@ -81,5 +82,96 @@ export default async function projectRoutes(app: FastifyInstance) {
       },
     },
     async (req) => projects.share(req.caller, req.params.project_id, req.body, req.body.role),
+  );
+
+  // The collaborators a project is shared with, as the hosted service's /projects/{id}/users and
+  // /groups routes answer them; adding one is POST .../collaborators above.
+  const Message = Type.Object({ message: Type.String() });
+  const UserParams = Type.Object({ project_id: Uuid, user_id: Uuid });
+  const GroupParams = Type.Object({ project_id: Uuid, group_id: Uuid });
+  app.get<{ Params: P }>(
+    '/v2/projects/:project_id/users',
+    {
+      schema: {
+        summary: 'List the users a project is shared with',
+        tags: ['projects'],
+        params: ProjectParams,
+        response: withErrors({ 200: Type.Array(UserCollaborator) }),
+      },
+    },
+    async (req) => projects.listUsers(req.caller, req.params.project_id),
+  );
+  app.get<{ Params: P }>(
+    '/v2/projects/:project_id/groups',
+    {
+      schema: {
+        summary: 'List the groups a project is shared with',
+        tags: ['projects'],
+        params: ProjectParams,
+        response: withErrors({ 200: Type.Array(GroupCollaborator) }),
+      },
+    },
+    async (req) => projects.listGroups(req.caller, req.params.project_id),
+  );
+  app.patch<{ Params: P & { user_id: string }; Body: { role: Role } }>(
+    '/v2/projects/:project_id/users/:user_id',
+    {
+      schema: {
+        summary: "Change a user's role on a project (owners)",
+        description: 'The last owner cannot be demoted (422).',
+        tags: ['projects'],
+        params: UserParams,
+        body: SetRole,
+        response: withErrors({ 200: UserCollaborator }),
+      },
+    },
+    async (req) => projects.setUserRole(req.caller, req.params.project_id, req.params.user_id, req.body.role),
+  );
+  app.patch<{ Params: P & { group_id: string }; Body: { role: Role } }>(
+    '/v2/projects/:project_id/groups/:group_id',
+    {
+      schema: {
+        summary: "Change a group's role on a project (owners)",
+        description: 'The last owner cannot be demoted (422).',
+        tags: ['projects'],
+        params: GroupParams,
+        body: SetRole,
+        response: withErrors({ 200: GroupCollaborator }),
+      },
+    },
+    async (req) =>
+      projects.setGroupRole(req.caller, req.params.project_id, req.params.group_id, req.body.role),
+  );
+  app.delete<{ Params: P & { user_id: string } }>(
+    '/v2/projects/:project_id/users/:user_id',
+    {
+      schema: {
+        summary: 'Stop sharing a project with a user (owners)',
+        description: 'The last owner cannot be removed (422).',
+        tags: ['projects'],
+        params: UserParams,
+        response: withErrors({ 200: Message }),
+      },
+    },
+    async (req) => {
+      await projects.removeUser(req.caller, req.params.project_id, req.params.user_id);
+      return { message: 'User collaborator removed' };
+    },
+  );
+  app.delete<{ Params: P & { group_id: string } }>(
+    '/v2/projects/:project_id/groups/:group_id',
+    {
+      schema: {
+        summary: 'Stop sharing a project with a group (owners)',
+        description: 'The last owner cannot be removed (422).',
+        tags: ['projects'],
+        params: GroupParams,
+        response: withErrors({ 200: Message }),
+      },
+    },
+    async (req) => {
+      await projects.removeGroup(req.caller, req.params.project_id, req.params.group_id);
+      return { message: 'Group collaborator removed' };
+    },
   );
 }

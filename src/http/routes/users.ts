@@ -12,6 +12,7 @@ import {
   CreateUser,
   Group,
   LoginForm,
+  SetSystemRole,
   Token,
   User,
 } from '../../schemas/users.ts';
@@ -107,6 +108,21 @@ export default async function userRoutes(app: FastifyInstance) {
       },
     },
     async (req) => users.get(req.caller, req.params.user_id),
+  );
+
+  app.patch<{ Params: { user_id: string }; Body: { role: 'admin' | 'user' } }>(
+    '/v2/users/:user_id',
+    {
+      schema: {
+        summary: "Change a user's system role (admins)",
+        description: 'The last admin cannot be demoted (422).',
+        tags: ['users'],
+        params: Type.Object({ user_id: Uuid }),
+        body: SetSystemRole,
+        response: withErrors({ 200: User }),
+      },
+    },
+    async (req) => users.setRole(req.caller, req.params.user_id, req.body.role),
   );
 
   app.post<{ Body: { description?: string; expires_at?: string | null } }>(

@@ -30,6 +30,9 @@ export function Layout() {
           Spanbase
         </Link>
         <nav className="topbar-right" aria-label="Account">
+          <Link to="/settings" className="button ghost">
+            Settings
+          </Link>
           {me.data && <span className="who">{me.data.email}</span>}
           <button type="button" className="button ghost" onClick={logOut}>
             Log out

@@ -57,7 +57,7 @@ export function RunHeader({
       />
       {error && <ErrorNote error={error} />}
       {tabs && (
-        <nav className="tabs" aria-label="Record types">
+        <nav className="tabs" aria-label="Run pages">
           {TABS.map((t) => (
             <NavLink
               key={t.tab}
@@ -68,6 +68,9 @@ export function RunHeader({
               {t.label}
             </NavLink>
           ))}
+          <NavLink to={`${base}/signals`} className={({ isActive }) => (isActive ? 'tab active' : 'tab')}>
+            Signals
+          </NavLink>
         </nav>
       )}
     </>

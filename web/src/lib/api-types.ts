@@ -12,7 +12,18 @@ import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schema
 import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
 import type { RecordSchema } from '../../../src/schemas/records.ts';
 import type { ColumnDescriptor, SearchRecordsPage } from '../../../src/schemas/search.ts';
-import type { User as UserSchema } from '../../../src/schemas/users.ts';
+import type {
+  ApiKey as ApiKeySchema,
+  CreatedApiKey as CreatedApiKeySchema,
+  Group as GroupSchema,
+  User as UserSchema,
+} from '../../../src/schemas/users.ts';
+import type {
+  GroupCollaborator as GroupCollaboratorSchema,
+  Integration as IntegrationSchema,
+  UserCollaborator as UserCollaboratorSchema,
+} from '../../../src/schemas/integrations.ts';
+import type { SignalsConfigurationEnvelope } from '../../../src/schemas/signals.ts';
 
 export type ApiRecord = Static<typeof RecordSchema>;
 export type Project = Static<typeof ProjectSchema>;
@@ -24,6 +35,13 @@ export type ConsoleSession = Static<typeof ConsoleSessionSchema>;
 export type AnnotationQueue = Static<typeof QueueSchema>;
 export type AnnotationTemplate = Static<typeof TemplateSchema>;
 export type QueueProgress = Static<typeof QueueProgressSchema>;
+export type ApiKey = Static<typeof ApiKeySchema>;
+export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
+export type Group = Static<typeof GroupSchema>;
+export type Integration = Static<typeof IntegrationSchema>;
+export type UserCollaborator = Static<typeof UserCollaboratorSchema>;
+export type GroupCollaborator = Static<typeof GroupCollaboratorSchema>;
+export type SignalsEnvelope = Static<typeof SignalsConfigurationEnvelope>;
 
 /** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
 export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };

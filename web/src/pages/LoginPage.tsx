@@ -2,6 +2,9 @@ import { type FormEvent, useState } from 'react';
 import { useSearchParams } from 'react-router';
 import { api } from '../lib/api.ts';
 import type { ConsoleSession } from '../lib/api-types.ts';
+import { Field, FormProblem, useFormErrors } from '../components/Field.tsx';
+
+const FIELDS = ['email', 'password', 'api_key'];
 
 /** Only a path of this site: `next` comes from the URL, so it must not send the browser elsewhere. */
 export function safeNext(next: string | null): string {
@@ -11,66 +14,61 @@ export function safeNext(next: string | null): string {
 export function LoginPage() {
   const [params] = useSearchParams();
   const [withKey, setWithKey] = useState(false);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { errors, busy, submit, clear } = useFormErrors(FIELDS);
+  const [signingIn, setSigningIn] = useState(false);
 
-  async function submit(e: FormEvent<HTMLFormElement>) {
+  async function onSubmit(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
     const form = new FormData(e.currentTarget);
     const body = withKey
       ? { api_key: String(form.get('api_key') ?? '').trim() }
       : { email: String(form.get('email') ?? '').trim(), password: String(form.get('password') ?? '') };
-    setBusy(true);
-    setError(null);
-    try {
+    const signedIn = await submit(async () => {
       await api<ConsoleSession>('POST', '/v2/console/login', body);
+    });
+    if (signedIn) {
       // A full load: the next page starts with the new cookie and nothing of the previous user.
+      setSigningIn(true);
       window.location.assign(safeNext(params.get('next')));
-    } catch (err) {
-      setError((err as Error).message);
-      setBusy(false);
     }
   }
 
   return (
     <main className="login" id="main">
-      <form className="login-card" onSubmit={submit} aria-labelledby="login-title">
+      <form className="login-card" onSubmit={onSubmit} aria-labelledby="login-title">
         <div className="brand login-brand">
           <span className="brand-mark" aria-hidden="true" />
           Spanbase
         </div>
         <h1 id="login-title">Sign in</h1>
         {withKey ? (
-          <label className="field">
-            <span>API key</span>
-            <input name="api_key" type="password" autoComplete="off" required placeholder="sb_…" />
-          </label>
+          <Field label="API key" error={errors.fields.api_key}>
+            {(c) => (
+              <input {...c} name="api_key" type="password" autoComplete="off" required placeholder="sb_…" />
+            )}
+          </Field>
         ) : (
           <>
-            <label className="field">
-              <span>Email</span>
-              <input name="email" type="email" autoComplete="username" required />
-            </label>
-            <label className="field">
-              <span>Password</span>
-              <input name="password" type="password" autoComplete="current-password" required />
-            </label>
+            <Field label="Email" error={errors.fields.email}>
+              {(c) => <input {...c} name="email" type="email" autoComplete="username" required />}
+            </Field>
+            <Field label="Password" error={errors.fields.password}>
+              {(c) => (
+                <input {...c} name="password" type="password" autoComplete="current-password" required />
+              )}
+            </Field>
           </>
         )}
-        {error && (
-          <p className="form-error" role="alert">
-            {error}
-          </p>
-        )}
-        <button type="submit" className="button primary wide" disabled={busy}>
-          {busy ? 'Signing in…' : 'Log in'}
+        <FormProblem message={errors.general} />
+        <button type="submit" className="button primary wide" disabled={busy || signingIn}>
+          {busy || signingIn ? 'Signing in…' : 'Log in'}
         </button>
         <button
           type="button"
           className="link-button"
           onClick={() => {
             setWithKey(!withKey);
-            setError(null);
+            clear();
           }}
         >
           {withKey ? 'Sign in with email and password instead' : 'Sign in with an API key instead'}

@@ -80,6 +80,9 @@ export function ProjectPage() {
             <Link to={`/projects/${projectId}/annotation_queues`} className="button small">
               Annotation queues
             </Link>
+            <Link to={`/projects/${projectId}/collaborators`} className="button small">
+              Collaborators
+            </Link>
           </div>
           <RunList projectId={projectId} kind="log_streams" />
           <RunList projectId={projectId} kind="experiments" />
