@@ -13,6 +13,25 @@ function RunHome() {
   return <Navigate to="traces" replace relative="path" key={`${projectId}/${runId}`} />;
 }
 
+/**
+ * A log stream's dashboards and token usage (the API has them for log streams only). Loaded on
+ * demand: the charting and grid code stays out of the record pages' first load.
+ */
+const logStreamPages = [
+  {
+    path: 'dashboards',
+    lazy: () => import('./pages/DashboardsPage.tsx').then((m) => ({ Component: m.DashboardsPage })),
+  },
+  {
+    path: 'dashboards/:dashboardId',
+    lazy: () => import('./pages/DashboardPage.tsx').then((m) => ({ Component: m.DashboardPage })),
+  },
+  {
+    path: 'token_usage',
+    lazy: () => import('./pages/TokenUsagePage.tsx').then((m) => ({ Component: m.TokenUsagePage })),
+  },
+];
+
 /** One run's pages, the same under log_streams/ and experiments/. */
 const runRoutes = (kind: 'log_streams' | 'experiments') => ({
   path: `projects/:projectId/${kind}/:runId`,
@@ -25,6 +44,7 @@ const runRoutes = (kind: 'log_streams' | 'experiments') => ({
     { path: 'traces/:traceId', element: <TracePage runKind={kind} /> },
     { path: 'spans/:spanId', element: <TracePage runKind={kind} /> },
     { path: 'sessions/:sessionId', element: <SessionPage runKind={kind} /> },
+    ...(kind === 'log_streams' ? logStreamPages : []),
   ],
 });
 

@@ -4,6 +4,13 @@
  */
 import type { Static } from '@sinclair/typebox';
 import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schemas/console.ts';
+import type {
+  DashboardData as DashboardDataSchema,
+  Dashboard as DashboardSchema,
+  Section as SectionSchema,
+  Widget as WidgetSchema,
+} from '../../../src/schemas/dashboards.ts';
+import type { TokenUsagePage as TokenUsagePageSchema } from '../../../src/schemas/insights.ts';
 import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
 import type { RecordSchema } from '../../../src/schemas/records.ts';
 import type { ColumnDescriptor, SearchRecordsPage } from '../../../src/schemas/search.ts';
@@ -16,6 +23,11 @@ export type Column = Static<typeof ColumnDescriptor>;
 export type RecordsPage = Static<typeof SearchRecordsPage>;
 export type User = Static<typeof UserSchema>;
 export type ConsoleSession = Static<typeof ConsoleSessionSchema>;
+export type Dashboard = Static<typeof DashboardSchema>;
+export type Widget = Static<typeof WidgetSchema>;
+export type Section = Static<typeof SectionSchema>;
+export type DashboardData = Static<typeof DashboardDataSchema>;
+export type TokenUsagePage = Static<typeof TokenUsagePageSchema>;
 
 /** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
 export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };

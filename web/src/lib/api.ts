@@ -3,14 +3,9 @@
  * on every request that may change something, errors turned into readable messages, and a 401
  * (the session ended) sending the browser back to the sign-in page.
  */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+import { ApiError, type ErrorItem } from './api-error.ts';
+
+export { ApiError };
 
 const CSRF_COOKIE = 'spanbase_csrf';
 
@@ -20,11 +15,6 @@ function csrfToken(): string {
     if (name === CSRF_COOKIE) return decodeURIComponent(rest.join('='));
   }
   return '';
-}
-
-interface ErrorItem {
-  loc?: (string | number)[];
-  msg?: string;
 }
 
 /** The `detail` of an error answer as one sentence: a string as it is, 422 items as "where: what". */
@@ -70,9 +60,14 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   if (res.status === 401 && !path.startsWith('/v2/console/login')) {
     window.location.assign(loginUrl());
   }
-  if (!res.ok) throw new ApiError(res.status, errorText(res.status, parsed));
+  if (!res.ok) {
+    const detail = (parsed as { detail?: unknown } | null)?.detail;
+    throw new ApiError(res.status, errorText(res.status, parsed), Array.isArray(detail) ? detail : []);
+  }
   return parsed as T;
 }
 
 export const get = <T>(path: string) => api<T>('GET', path);
 export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, body ?? {});
+export const put = <T>(path: string, body: unknown) => api<T>('PUT', path, body);
+export const del = <T>(path: string) => api<T>('DELETE', path);
