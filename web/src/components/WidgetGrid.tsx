@@ -10,19 +10,18 @@ const MARGIN = 12;
 const NARROW = 720;
 
 /**
- * One grid of widgets (the dashboard's, or a section's) placed from layout_map; editors drag a
- * widget by its title bar and resize it from its corner, and the new places are saved.
+ * One grid of widgets (the dashboard's, or a section's) placed from layout_map; a widget is dragged
+ * by its title bar and resized from its corner, and the new places are saved (a viewer's attempt
+ * is refused by the API, and the page says so).
  */
 export function WidgetGrid({
   widgets,
   layoutMap,
-  editable,
   onLayout,
   render,
 }: {
   widgets: Widget[];
   layoutMap: Record<string, unknown>;
-  editable: boolean;
   onLayout: (cells: Cell[]) => void;
   render: (w: Widget) => ReactNode;
 }) {
@@ -57,8 +56,8 @@ export function WidgetGrid({
               margin: [MARGIN, MARGIN],
               containerPadding: [0, 0],
             }}
-            dragConfig={{ enabled: editable, handle: '.widget-head', cancel: 'button, a, select, input' }}
-            resizeConfig={{ enabled: editable, handles: ['se'] }}
+            dragConfig={{ enabled: true, handle: '.widget-head', cancel: 'button, a, select, input' }}
+            resizeConfig={{ enabled: true, handles: ['se'] }}
             onDragStop={save}
             onResizeStop={save}
           >

@@ -22,10 +22,10 @@ import {
   formatValue,
   withCells,
 } from '../lib/dashboard-view.ts';
+import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
 import { FieldErrors } from '../lib/field-errors.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
-import { saveDashboard } from './DashboardsPage.tsx';
 
 /** What the computed data depends on: not the layout, not a relative range's moving ends. */
 function dataKey(d: Dashboard): string {
@@ -52,7 +52,7 @@ export function DashboardPage() {
   const { projectId = '', runId = '', dashboardId = '' } = useParams();
   const info = useRunInfo(projectId, 'log_streams', runId);
   const navigate = useNavigate();
-  const trends = `/v2/projects/${projectId}/log_streams/${runId}/trends`;
+  const trends = trendsPath(projectId, runId);
   const base = runBase(projectId, 'log_streams', runId);
   const loaded = useApi(`dashboard/${dashboardId}`, () => get<Dashboard>(`${trends}/${dashboardId}`));
   const [local, setLocal] = useState<Dashboard | null>(null);
@@ -126,7 +126,6 @@ export function DashboardPage() {
     <WidgetGrid
       widgets={widgets}
       layoutMap={d?.layout_map ?? {}}
-      editable
       onLayout={saveLayout}
       render={renderWidget}
     />

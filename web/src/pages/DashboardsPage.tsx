@@ -7,14 +7,11 @@ import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { del, get, post, put } from '../lib/api.ts';
 import type { Dashboard } from '../lib/api-types.ts';
 import { intervalLabel, rangeLabel } from '../lib/dashboard-view.ts';
+import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
 import { FieldErrors } from '../lib/field-errors.ts';
 import { useApi } from '../lib/use-api.ts';
 
 const widgetCount = (d: Dashboard) => d.widgets.length + d.sections.reduce((n, s) => n + s.widgets.length, 0);
-
-/** Changes one dashboard: PUT .../trends?trends_dashboard_id= (the API's update). */
-export const saveDashboard = (trends: string, id: string, body: Partial<Dashboard>) =>
-  put<Dashboard>(`${trends}?trends_dashboard_id=${encodeURIComponent(id)}`, body);
 
 function RenameForm({ trends, d, done }: { trends: string; d: Dashboard; done: (saved: boolean) => void }) {
   const [errors, setErrors] = useState(FieldErrors.none);
@@ -52,7 +49,7 @@ export function DashboardsPage() {
   const { projectId = '', runId = '' } = useParams();
   const info = useRunInfo(projectId, 'log_streams', runId);
   const navigate = useNavigate();
-  const trends = `/v2/projects/${projectId}/log_streams/${runId}/trends`;
+  const trends = trendsPath(projectId, runId);
   const list = useApi(`dashboards/${runId}`, () => get<Dashboard[]>(trends));
   const [renaming, setRenaming] = useState<string | null>(null);
   const [failure, setFailure] = useState<Error | null>(null);
