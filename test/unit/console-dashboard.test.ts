@@ -11,6 +11,7 @@ import {
   drillDownHref,
   drillTab,
   layoutOf,
+  mergedColumns,
   metricColumns,
   sameCells,
   withCells,
@@ -69,10 +70,10 @@ describe('dashboard layout', () => {
 
 describe('drill-down', () => {
   const data = { start_time: 1_700_000_000, end_time: 1_700_100_000, interval_mins: 60 };
-  const columns = [
-    column('model'),
-    column('metrics/duration_ns', { data_type: 'integer', filter_type: 'number' }),
-  ];
+  const columns = {
+    spans: [column('model'), column('metrics/duration_ns', { data_type: 'integer', filter_type: 'number' })],
+    traces: [column('user_metadata/customer', { category: 'user_metadata' })],
+  };
 
   test('a point opens its bucket (clipped to the range) with the filter and the group', () => {
     const filter = { filter: { column_id: 'type', operator: 'eq', value: 'llm' } };
@@ -122,14 +123,39 @@ describe('drill-down', () => {
     assert.equal(none.filter, null);
   });
 
-  test('a filter keeping only traces or sessions opens that table', () => {
+  test('a filter keeping only traces or sessions opens that table; else the first with the group column', () => {
     const only = (value: string) => ({ and: [{ filter: { column_id: 'type', operator: 'eq', value } }] });
-    assert.equal(drillTab(only('trace')), 'traces');
-    assert.equal(drillTab(only('session')), 'sessions');
-    assert.equal(drillTab(only('llm')), 'spans');
-    assert.equal(
-      drillTab({ or: [{ filter: { column_id: 'type', operator: 'eq', value: 'trace' } }] }),
-      'spans',
+    assert.equal(drillTab(only('trace'), 'model', columns), 'traces');
+    assert.equal(drillTab(only('session'), null, columns), 'sessions');
+    assert.equal(drillTab(only('llm'), null, columns), 'spans');
+    const or = { or: [{ filter: { column_id: 'type', operator: 'eq', value: 'trace' } }] };
+    assert.equal(drillTab(or, null, columns), 'spans');
+    assert.equal(drillTab(null, 'user_metadata/customer', columns), 'traces', "a trace's metadata key");
+    const href = drillDownHref(
+      '/b',
+      { filter_tree: null, group_by: 'user_metadata/customer' },
+      data,
+      null,
+      'acme',
+      columns,
+    );
+    assert.equal(href.split('?')[0], '/b/traces');
+    assert.deepEqual(parseView(new URLSearchParams(href.split('?')[1])).filter, {
+      filter: { column_id: 'user_metadata/customer', type: 'text', operator: 'eq', value: 'acme' },
+    });
+  });
+
+  test("the dashboard's column choices: every table's columns once", () => {
+    assert.deepEqual(
+      mergedColumns({ ...columns, sessions: [column('model', { label: 'other' })] }).map((c) => [
+        c.id,
+        c.label,
+      ]),
+      [
+        ['model', 'model'],
+        ['metrics/duration_ns', 'metrics/duration_ns'],
+        ['user_metadata/customer', 'user_metadata/customer'],
+      ],
     );
   });
 

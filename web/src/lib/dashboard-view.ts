@@ -182,8 +182,11 @@ const trimmed = (v: number) => NUMBER.format(v);
 
 // ---- drill-down --------------------------------------------------------------------------------
 
-/** The record table a dashboard's filter is about: traces or sessions when it keeps only those. */
-export function drillTab(tree: unknown): RecordTab {
+/** The available columns of each record table of the log stream. */
+export type Catalogues = Partial<Record<RecordTab, Column[]>>;
+
+/** The record table a filter keeps to, when it keeps only traces or only sessions. */
+function typeTab(tree: unknown): RecordTab | null {
   const leaves: unknown[] = [];
   const walk = (t: unknown) => {
     if (!t || typeof t !== 'object') return;
@@ -198,7 +201,30 @@ export function drillTab(tree: unknown): RecordTab {
       if (l.value === 'session') return 'sessions';
     }
   }
+  return null;
+}
+
+/**
+ * The record table a point opens: traces or sessions when the dashboard's filter keeps only those,
+ * else the first of spans, traces and sessions that has the group column (a trace's metadata key is
+ * not a span's), else spans.
+ */
+export function drillTab(tree: unknown, groupBy: string | null, catalogues: Catalogues): RecordTab {
+  const byType = typeTab(tree);
+  if (byType) return byType;
+  if (groupBy) {
+    for (const tab of ['spans', 'traces', 'sessions'] as const)
+      if (groupColumn(groupBy, catalogues[tab] ?? [])) return tab;
+  }
   return 'spans';
+}
+
+/** Every table's columns once (the first table's descriptor of a column wins). */
+export function mergedColumns(catalogues: Catalogues): Column[] {
+  const byId = new Map<string, Column>();
+  for (const tab of ['spans', 'traces', 'sessions'] as const)
+    for (const c of catalogues[tab] ?? []) if (!byId.has(c.id)) byId.set(c.id, c);
+  return [...byId.values()];
 }
 
 /** The group column as the catalogue has it (group_by may name a standard metric bare). */
@@ -224,14 +250,15 @@ export function drillDownHref(
   data: Pick<DashboardData, 'start_time' | 'end_time' | 'interval_mins'>,
   bucketStart: number | null,
   group: unknown,
-  columns: Column[],
+  catalogues: Catalogues,
 ): string {
+  const tab = drillTab(dashboard.filter_tree, dashboard.group_by, catalogues);
   const from = bucketStart === null ? data.start_time : Math.max(bucketStart, data.start_time);
   const to =
     bucketStart === null ? data.end_time : Math.min(bucketStart + data.interval_mins * 60, data.end_time);
   const trees = [
     dashboard.filter_tree as FilterTreeJson | null,
-    dashboard.group_by ? groupFilter(groupColumn(dashboard.group_by, columns), group) : null,
+    dashboard.group_by ? groupFilter(groupColumn(dashboard.group_by, catalogues[tab] ?? []), group) : null,
   ].filter((t): t is FilterTreeJson => t !== null && t !== undefined);
   const view = {
     ...emptyView(),
@@ -242,7 +269,7 @@ export function drillDownHref(
       to: new Date(to * 1000).toISOString(),
     },
   };
-  return `${runBase}/${drillTab(dashboard.filter_tree)}?${viewToParams(view).toString()}`;
+  return `${runBase}/${tab}?${viewToParams(view).toString()}`;
 }
 
 // ---- the settings bar --------------------------------------------------------------------------

@@ -16,10 +16,12 @@ import { del, get, post, put } from '../lib/api.ts';
 import type { Column, Dashboard, DashboardData, Section, Widget } from '../lib/api-types.ts';
 import {
   AGGREGATION_LABELS,
+  type Catalogues,
   type Cell,
   dataOf,
   drillDownHref,
   formatValue,
+  mergedColumns,
   withCells,
 } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
@@ -61,12 +63,19 @@ export function DashboardPage() {
   const [failure, setFailure] = useState<Error | null>(null);
   const [editing, setEditing] = useState<Editing | null>(null);
 
-  const columns = useApi(`columns/spans/${runId}`, () =>
-    post<{ columns: Column[] }>(`/v2/projects/${projectId}/spans/available_columns`, {
-      log_stream_id: runId,
-    }),
-  );
-  const columnList = columns.data?.columns ?? [];
+  // A dashboard counts every record type: its choices are the columns of all three tables.
+  const catalogues = useApi(`columns/all/${runId}`, async () => {
+    const tabs = ['spans', 'traces', 'sessions'] as const;
+    const lists = await Promise.all(
+      tabs.map((t) =>
+        post<{ columns: Column[] }>(`/v2/projects/${projectId}/${t}/available_columns`, {
+          log_stream_id: runId,
+        }),
+      ),
+    );
+    return Object.fromEntries(tabs.map((t, i) => [t, lists[i].columns])) as Catalogues;
+  });
+  const columnList = useMemo(() => mergedColumns(catalogues.data ?? {}), [catalogues.data]);
 
   const key = d ? dataKey(d) : null;
   const data = useApi(key, () => post<DashboardData>(`${trends}/${dashboardId}/query`, {}));
@@ -103,8 +112,8 @@ export function DashboardPage() {
 
   const hrefOf = useCallback(
     (bucket: number | null, group: unknown) =>
-      d && data.data ? drillDownHref(base, d, data.data, bucket, group, columnList) : base,
-    [d, data.data, base, columnList],
+      d && data.data ? drillDownHref(base, d, data.data, bucket, group, catalogues.data ?? {}) : base,
+    [d, data.data, base, catalogues.data],
   );
 
   const sections = d?.sections ?? [];
