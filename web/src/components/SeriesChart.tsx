@@ -71,6 +71,7 @@ export function SeriesChart({
   bucketSeconds: number;
   series: ChartSeries[];
   kind: 'line' | 'bar';
+  /** The y axis' labels. */
   format: (v: number) => string;
   label: string;
   /** A click on a point: the bucket's index and the series' index. */
@@ -110,7 +111,7 @@ export function SeriesChart({
           stroke: '#5f6b7a',
           grid: { stroke: '#eef0f3' },
           ticks: { stroke: '#e2e5ea' },
-          size: 64,
+          size: 80,
           values: (_u, vals) => vals.map((v) => format(v)),
         },
       ],

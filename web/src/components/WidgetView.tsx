@@ -97,7 +97,7 @@ export function WidgetChart({
       bucketSeconds={data.interval_mins * 60}
       series={chartSeries}
       kind={widget.type === 'bar_chart' ? 'bar' : 'line'}
-      format={(v) => formatValue(widget.metric, widget.aggregation, v)}
+      format={(v) => formatValue(widget.metric, widget.aggregation, v, true)}
       label={`${widget.name}: ${widget.aggregation} of ${widget.metric} per ${data.interval_mins} minutes`}
       onPoint={(bucket, s) => onPoint(data.buckets[bucket], series[s]?.group ?? null)}
     />

@@ -168,17 +168,29 @@ export const PALETTE = [
 
 export const colourOf = (i: number) => PALETTE[i % PALETTE.length];
 
-/** A widget's value as shown: durations in ms, percentages with %, others as numbers. */
-export function formatValue(metric: string, aggregation: string, v: number | null | undefined): string {
+/**
+ * A widget's value as shown: durations in ms, percentages with %, cost in dollars, others as numbers;
+ * `compact` for an axis (12K, 1.5M).
+ */
+export function formatValue(
+  metric: string,
+  aggregation: string,
+  v: number | null | undefined,
+  compact = false,
+): string {
   if (v === null || v === undefined) return '–';
-  if (aggregation.startsWith('Percentage')) return `${trimmed(v)} %`;
-  if (aggregation !== 'Count' && /(^|\/)duration_ns$/.test(metric)) return `${trimmed(v / 1e6)} ms`;
-  if (aggregation !== 'Count' && /(^|\/)cost$/.test(metric)) return `$${trimmed(v)}`;
-  return trimmed(v);
+  const n = (x: number) => (compact ? COMPACT : NUMBER).format(x);
+  if (aggregation.startsWith('Percentage')) return `${n(v)} %`;
+  if (aggregation !== 'Count' && /(^|\/)duration_ns$/.test(metric)) return `${n(v / 1e6)} ms`;
+  if (aggregation !== 'Count' && /(^|\/)cost$/.test(metric)) return `$${n(v)}`;
+  return n(v);
 }
 
 const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 3 });
-const trimmed = (v: number) => NUMBER.format(v);
+const COMPACT = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });
+
+/** A count on an axis: 12K, 1.5M. */
+export const compactCount = (v: number) => COMPACT.format(v);
 
 // ---- drill-down --------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ import { RunHeader, useRunInfo } from '../components/RunHeader.tsx';
 import { SeriesChart } from '../components/SeriesChart.tsx';
 import { post } from '../lib/api.ts';
 import type { TokenUsagePage as Page } from '../lib/api-types.ts';
-import { colourOf } from '../lib/dashboard-view.ts';
+import { colourOf, compactCount } from '../lib/dashboard-view.ts';
 import { formatCount } from '../lib/format.ts';
 import { TOKEN_KINDS, dailyUsage, dayOf, dayStart, usageRequest } from '../lib/token-usage.ts';
 import { useApi } from '../lib/use-api.ts';
@@ -116,7 +116,7 @@ export function TokenUsagePage() {
                 bucketSeconds={DAY}
                 series={tokenSeries}
                 kind="bar"
-                format={(v) => formatCount(v)}
+                format={compactCount}
                 label={`Input, output, cache read and cache creation tokens per day from ${from} to ${to}`}
               />
             </div>
