@@ -3,7 +3,7 @@
  * then each section under its coloured heading), and the forms that add and edit widgets and
  * sections. Loaded on demand with the charting code (routes.tsx), so the record pages stay small.
  */
-import { useCallback, useMemo, useState } from 'react';
+import { useCallback, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { DashboardSettings, SETTINGS_FIELDS } from '../components/DashboardSettings.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -29,7 +29,7 @@ import { FieldErrors } from '../lib/field-errors.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
 
-/** What the computed data depends on: not the layout, not a relative range's moving ends. */
+/** What the computed data depends on: not the layout, the name or a relative range's moving ends. */
 function dataKey(d: Dashboard): string {
   const widgets = [...d.widgets, ...d.sections.flatMap((s) => s.widgets)].map((w) => [
     w.id,
@@ -63,8 +63,23 @@ export function DashboardPage() {
   const [failure, setFailure] = useState<Error | null>(null);
   const [editing, setEditing] = useState<Editing | null>(null);
 
-  // A dashboard counts every record type: its choices are the columns of all three tables.
-  const catalogues = useApi(`columns/all/${runId}`, async () => {
+  // The query needs only the dashboard's id: it is sent with the dashboard's GET, not after it, and
+  // again when a change alters what it computes (not for a move, a rename or a favourite).
+  const [dataVersion, setDataVersion] = useState(0);
+  const computedFor = useRef<string | null>(null);
+  // Before paint, so that no frame shows the old data as current.
+  useLayoutEffect(() => {
+    if (!d) return;
+    const k = dataKey(d);
+    if (computedFor.current !== null && computedFor.current !== k) setDataVersion((v) => v + 1);
+    computedFor.current = k;
+  }, [d]);
+  const data = useApi(`${dashboardId}/${dataVersion}`, () =>
+    post<DashboardData>(`${trends}/${dashboardId}/query`, {}),
+  );
+  // A dashboard counts every record type: its choices are the columns of all three tables. Asked
+  // once the query has answered, so as not to slow it down.
+  const catalogues = useApi(data.data || data.error ? `columns/all/${runId}` : null, async () => {
     const tabs = ['spans', 'traces', 'sessions'] as const;
     const lists = await Promise.all(
       tabs.map((t) =>
@@ -76,9 +91,6 @@ export function DashboardPage() {
     return Object.fromEntries(tabs.map((t, i) => [t, lists[i].columns])) as Catalogues;
   });
   const columnList = useMemo(() => mergedColumns(catalogues.data ?? {}), [catalogues.data]);
-
-  const key = d ? dataKey(d) : null;
-  const data = useApi(key, () => post<DashboardData>(`${trends}/${dashboardId}/query`, {}));
   const queryErrors = data.error ? FieldErrors.of(data.error, SETTINGS_FIELDS) : FieldErrors.none;
 
   const refresh = useCallback(
