@@ -66,6 +66,13 @@ export const UpdateDashboard = Type.Object({
   relative_time: Type.Optional(Nullable(RelativeTime)),
   filter_tree: Type.Optional(Nullable(FilterExpression)),
   group_by: Type.Optional(Nullable(Type.String({ maxLength: 1000 }))),
+  is_favorited: Type.Optional(
+    Nullable(
+      Type.Boolean({
+        description: 'Marks the dashboard as a favourite (listed after the default one in the console)',
+      }),
+    ),
+  ),
 });
 
 export const CreateWidget = Type.Object({

@@ -28,6 +28,7 @@ export interface DashboardInput {
   relative_time?: string | null;
   filter_tree?: unknown;
   group_by?: string | null;
+  is_favorited?: boolean | null;
 }
 
 export interface WidgetInput {
@@ -213,7 +214,7 @@ export class DashboardsService {
 
   /**
    * The changes a PUT body makes. Absent fields, and null for the fields a dashboard always has
-   * (name, interval_mins, layout_map, and the time range), leave the value as it is; null clears
+   * (name, interval_mins, layout_map, is_favorited and the time range), leave the value as it is; null clears
    * description, group_by and filter_tree.
    */
   private async patchFrom(projectId: string, current: DashboardRow, body: DashboardInput) {
@@ -225,6 +226,8 @@ export class DashboardsService {
       patch.interval_mins = body.interval_mins;
     if (body.layout_map !== undefined && body.layout_map !== null)
       patch.layout_map = toJson(body.layout_map)!;
+    if (body.is_favorited !== undefined && body.is_favorited !== null)
+      patch.is_favorited = body.is_favorited ? 1 : 0;
     const range = applyTimeRange(
       body,
       {

@@ -390,6 +390,22 @@ for (const store of storesUnderTest()) {
       assert.equal((await s.call('GET', `${base}/${created.body.id}`)).status, 404);
     });
 
+    test('is_favorited is set and cleared by PUT; null or absent leaves it; not a boolean is 422', async () => {
+      const created = await s.call('POST', base, { name: 'Fav', is_favorited: true });
+      assert.equal(created.status, 200, created.text);
+      assert.equal(created.body.is_favorited, true);
+      const q = `?trends_dashboard_id=${created.body.id}`;
+      assert.equal((await put({ name: 'Fav 2' }, q)).body.is_favorited, true, 'absent leaves it');
+      assert.equal((await put({ is_favorited: null }, q)).body.is_favorited, true, 'null leaves it');
+      const off = await put({ is_favorited: false }, q);
+      assert.equal(off.body.is_favorited, false);
+      const got = await s.call('GET', `${base}/${created.body.id}`);
+      assert.equal(got.body.is_favorited, false, 'stored');
+      assert.equal((await put({ is_favorited: true }, q)).body.is_favorited, true);
+      assert.deepEqual(one(await put({ is_favorited: 'yes' }, q)).loc, ['body', 'is_favorited']);
+      assert.equal((await s.call('DELETE', `${base}/${created.body.id}`)).status, 200);
+    });
+
     test('access: 401 without credentials, 404 for strangers and unknown log streams, viewers read', async () => {
       assert.equal((await put({}, '', null)).status, 401);
       assert.equal((await s.call('GET', base, undefined, null)).status, 401);

@@ -1,7 +1,7 @@
 /**
  * `npm run docs:screenshot`: the README's pictures of the trace view (docs/console-trace.png) and of
- * an annotation queue (docs/console-queue.png), taken with the browser tests' own server, data and
- * Chromium.
+ * an annotation queue (docs/console-queue.png) and of a dashboard (docs/console-dashboard.png), taken
+ * with the browser tests' own server, data and Chromium.
  */
 import path from 'node:path';
 import { launchChromium, signIn, startConsoleServer } from '../helpers/browser.ts';
@@ -9,6 +9,7 @@ import { seedConsoleWorld } from '../helpers/console-data.ts';
 
 const OUT = path.join(import.meta.dirname, '../../docs/console-trace.png');
 const QUEUE_OUT = path.join(import.meta.dirname, '../../docs/console-queue.png');
+const DASHBOARD_OUT = path.join(import.meta.dirname, '../../docs/console-dashboard.png');
 
 const s = await startConsoleServer('sqlite');
 const browser = await launchChromium();
@@ -50,6 +51,24 @@ try {
   await page.locator('.save-state', { hasText: 'Saved' }).nth(1).waitFor();
   await page.screenshot({ path: QUEUE_OUT });
   console.log(`wrote ${path.relative(process.cwd(), QUEUE_OUT)}`);
+  const trends = `/v2/projects/${w.projectId}/log_streams/${w.logStreamId}/trends`;
+  const d = await s.call('PUT', trends, {
+    relative_time: 'last_6_hours',
+    interval_mins: 15,
+    group_by: 'user_metadata/customer',
+  });
+  for (const widget of [
+    { name: 'Average latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'Average' },
+    { name: 'Records', type: 'number', metric: 'duration_ns', aggregation: 'Count' },
+    { name: 'Records per 15 minutes', type: 'bar_chart', metric: 'duration_ns', aggregation: 'Count' },
+    { name: 'p95 latency', type: 'table', metric: 'duration_ns', aggregation: 'P95' },
+  ])
+    await s.call('POST', `${trends}/${d.body.id}/widgets`, widget);
+  await page.goto(`${s.url}${base}/dashboards/${d.body.id}`);
+  await page.locator('.dashboard[data-data-ready="true"]').waitFor();
+  await page.locator('.chart[data-drawn="true"]').nth(1).waitFor();
+  await page.screenshot({ path: DASHBOARD_OUT });
+  console.log(`wrote ${path.relative(process.cwd(), DASHBOARD_OUT)}`);
 } finally {
   await browser.close();
   await s.close();

@@ -20,6 +20,24 @@ const sessionPage = (kind: RunKind) => async () => {
   const { SessionPage } = await import('./pages/SessionPage.tsx');
   return { element: <SessionPage runKind={kind} /> };
 };
+/**
+ * A log stream's dashboards and token usage (the API has them for log streams only). Loaded on
+ * demand: the charting and grid code stays out of the record pages' first load.
+ */
+const logStreamPages = [
+  {
+    path: 'dashboards',
+    lazy: () => import('./pages/DashboardsPage.tsx').then((m) => ({ Component: m.DashboardsPage })),
+  },
+  {
+    path: 'dashboards/:dashboardId',
+    lazy: () => import('./pages/DashboardPage.tsx').then((m) => ({ Component: m.DashboardPage })),
+  },
+  {
+    path: 'token_usage',
+    lazy: () => import('./pages/TokenUsagePage.tsx').then((m) => ({ Component: m.TokenUsagePage })),
+  },
+];
 
 /** One run's pages, the same under log_streams/ and experiments/. */
 const runRoutes = (kind: RunKind) => ({
@@ -42,6 +60,7 @@ const runRoutes = (kind: RunKind) => ({
         return { element: <SignalsPage runKind={kind} /> };
       },
     },
+    ...(kind === 'log_streams' ? logStreamPages : []),
   ],
 });
 

@@ -17,10 +17,13 @@ export function useRunInfo(projectId: string, kind: RunKind, runId: string) {
   return { project, run };
 }
 
-const TABS: { tab: RecordTab; label: string }[] = [
+const TABS: { tab: RecordTab | 'dashboards' | 'token_usage'; label: string; logStreams?: true }[] = [
   { tab: 'traces', label: 'Traces' },
   { tab: 'spans', label: 'Spans' },
   { tab: 'sessions', label: 'Sessions' },
+  // Trends and token usage are a log stream's (the API has them for log streams only).
+  { tab: 'dashboards', label: 'Dashboards', logStreams: true },
+  { tab: 'token_usage', label: 'Token usage', logStreams: true },
 ];
 
 /** Breadcrumb, run name and the run's record tabs. */
@@ -58,11 +61,11 @@ export function RunHeader({
       {error && <ErrorNote error={error} />}
       {tabs && (
         <nav className="tabs" aria-label="Run pages">
-          {TABS.map((t) => (
+          {TABS.filter((t) => !t.logStreams || kind === 'log_streams').map((t) => (
             <NavLink
               key={t.tab}
               to={`${base}/${t.tab}`}
-              end
+              end={t.tab !== 'dashboards'}
               className={({ isActive }) => (isActive ? 'tab active' : 'tab')}
             >
               {t.label}

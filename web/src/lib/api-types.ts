@@ -9,6 +9,13 @@ import type {
   Template as TemplateSchema,
 } from '../../../src/schemas/annotations.ts';
 import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schemas/console.ts';
+import type {
+  DashboardData as DashboardDataSchema,
+  Dashboard as DashboardSchema,
+  Section as SectionSchema,
+  Widget as WidgetSchema,
+} from '../../../src/schemas/dashboards.ts';
+import type { TokenUsagePage as TokenUsagePageSchema } from '../../../src/schemas/insights.ts';
 import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
 import type { RecordSchema } from '../../../src/schemas/records.ts';
 import type { ColumnDescriptor, SearchRecordsPage } from '../../../src/schemas/search.ts';
@@ -42,6 +49,11 @@ export type Integration = Static<typeof IntegrationSchema>;
 export type UserCollaborator = Static<typeof UserCollaboratorSchema>;
 export type GroupCollaborator = Static<typeof GroupCollaboratorSchema>;
 export type SignalsEnvelope = Static<typeof SignalsConfigurationEnvelope>;
+export type Dashboard = Static<typeof DashboardSchema>;
+export type Widget = Static<typeof WidgetSchema>;
+export type Section = Static<typeof SectionSchema>;
+export type DashboardData = Static<typeof DashboardDataSchema>;
+export type TokenUsagePage = Static<typeof TokenUsagePageSchema>;
 
 /** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
 export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };

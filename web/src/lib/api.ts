@@ -5,6 +5,8 @@
  */
 import { ApiError, type ErrorItem } from './api-error.ts';
 
+export { ApiError };
+
 const CSRF_COOKIE = 'spanbase_csrf';
 
 function csrfToken(): string {
