@@ -431,6 +431,9 @@ for (const store of storesUnderTest()) {
       // PATCH /v2/users/{user_id} may rightly make its target an admin: it gets a user of its own, so
       // that `u` staying a plain user still shows that no other request raised anyone's role.
       const roleTarget = await s.user();
+      /** Ids an operation must get whatever else is at hand (in the pools or the playground's ids). */
+      const ownIds = (op: Operation): Record<string, string> =>
+        op.key === 'PATCH /v2/users/{user_id}' ? { user_id: roleTarget.id } : {};
       const g = await mk('/v2/groups', { name: 'fuzz-group' });
       await mk(`/v2/groups/${g.id}/members`, [{ user_id: u.id }]);
       // The sentinel: one of everything, never handed to a write; the playground: the same, to play with.
@@ -463,7 +466,8 @@ for (const store of storesUnderTest()) {
       };
       const poolFor = (op: Operation) => (raw: string) => {
         const name = ALIAS[raw] ?? raw;
-        if (op.key === 'PATCH /v2/users/{user_id}' && name === 'user_id') return [roleTarget.id];
+        const own = ownIds(op)[name];
+        if (own) return [own];
         const list = [...(pools.get(name) ?? [])];
         if (isReadOnly(op)) {
           if (ctxS[name]) list.push(ctxS[name]);
@@ -596,7 +600,7 @@ for (const store of storesUnderTest()) {
         // Two of three valid paths name ids that belong together (the playground's, or for reads
         // the sentinel's), so requests get past "not found" into the handlers.
         const coherent = (i: number) => {
-          const ctx = isReadOnly(op) && i % 2 ? ctxS : ctxF;
+          const ctx = { ...(isReadOnly(op) && i % 2 ? ctxS : ctxF), ...ownIds(op) };
           const gen = validPaths[i % Math.max(validPaths.length, 1)] ?? {};
           return Object.fromEntries(op.pathParams.map((p) => [p.name, ctx[p.name] ?? gen[p.name]]));
         };
