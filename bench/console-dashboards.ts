@@ -16,12 +16,12 @@
  * The records are ingested over HTTP before any clock starts (bench:ingest measures that).
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import { parseArgs } from 'node:util';
 import type { BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { ensureConsoleBuilt } from '../web/build.ts';
 import { RECORDS_PER_TRACE, TraceTemplates } from './lib/data.ts';
+import { gzippedSize, row } from './lib/report.ts';
 import { call, createPgSchema, dropPgSchema, poster, startChildServer } from './lib/server.ts';
 
 const { values: args } = parseArgs({
@@ -66,15 +66,6 @@ interface ResourceEntry {
   decodedBodySize: number;
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * (s.length - 1)))];
-};
-const ms = (n: number) => `${n.toFixed(0)} ms`;
-const row = (label: string, xs: number[]) =>
-  console.log(
-    `  ${label.padEnd(48)} p50 ${ms(pct(xs, 50)).padStart(8)}   p95 ${ms(pct(xs, 95)).padStart(8)}`,
-  );
 const kb = (n: number) => `${(n / 1024).toFixed(1)} KB`;
 
 async function ingest(server: { url: string; key: string }, projectId: string, logStreamId: string) {
@@ -117,23 +108,6 @@ async function textIndexed(server: { url: string }) {
     await new Promise((r) => setTimeout(r, 500));
   }
   console.log(`  (text index up to date after ${((performance.now() - started) / 1000).toFixed(1)} s more)`);
-}
-
-/** Bytes of a file as the server sends it gzipped (node:http does not decompress). */
-function gzippedSize(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
-        if (res.headers['content-encoding'] !== 'gzip') reject(new Error(`${url} was not served gzipped`));
-        let n = 0;
-        res.on('data', (c: Buffer) => {
-          n += c.length;
-        });
-        res.on('end', () => resolve(n));
-        res.on('error', reject);
-      })
-      .on('error', reject);
-  });
 }
 
 /** Milliseconds since navigation, on the first frame where every widget of the dashboard is drawn. */

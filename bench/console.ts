@@ -17,13 +17,13 @@
  * The records are ingested over HTTP before any clock starts (bench:ingest measures that).
  */
 import fs from 'node:fs';
-import http from 'node:http';
 import { parseArgs } from 'node:util';
 import type { Page } from 'playwright-core';
 import { bigTrace } from '../test/helpers/console-data.ts';
 import { launchChromium } from '../test/helpers/browser.ts';
 import { ensureConsoleBuilt } from '../web/build.ts';
 import { TraceTemplates } from './lib/data.ts';
+import { gzippedSize, pct, row } from './lib/report.ts';
 import { call, createPgSchema, dropPgSchema, poster, startChildServer } from './lib/server.ts';
 
 const { values: args } = parseArgs({
@@ -58,16 +58,6 @@ interface ResourceEntry {
 /** Traces per ingest request; each template trace is 5 records. */
 const BATCH = 200;
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * (s.length - 1)))];
-};
-const ms = (n: number) => `${n.toFixed(0)} ms`;
-const row = (label: string, xs: number[]) =>
-  console.log(
-    `  ${label.padEnd(48)} p50 ${ms(pct(xs, 50)).padStart(8)}   p95 ${ms(pct(xs, 95)).padStart(8)}`,
-  );
-
 async function ingest(server: { url: string; key: string }, projectId: string, logStreamId: string) {
   const templates = new TraceTemplates(256, 7);
   const traces = Math.ceil(RECORDS / 5);
@@ -90,23 +80,6 @@ async function ingest(server: { url: string; key: string }, projectId: string, l
   };
   await Promise.all([worker(), worker()]);
   console.log(`  loaded ${sent} records in ${((performance.now() - started) / 1000).toFixed(1)} s (untimed)`);
-}
-
-/** Bytes of a file as the server sends it gzipped (node:http does not decompress). */
-function gzippedSize(url: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    http
-      .get(url, { headers: { 'accept-encoding': 'gzip' } }, (res) => {
-        if (res.headers['content-encoding'] !== 'gzip') reject(new Error(`${url} was not served gzipped`));
-        let n = 0;
-        res.on('data', (c: Buffer) => {
-          n += c.length;
-        });
-        res.on('end', () => resolve(n));
-        res.on('error', reject);
-      })
-      .on('error', reject);
-  });
 }
 
 /**
