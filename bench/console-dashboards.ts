@@ -22,7 +22,7 @@ import { launchChromium } from '../test/helpers/browser.ts';
 import { ensureConsoleBuilt } from '../web/build.ts';
 import { RECORDS_PER_TRACE, TraceTemplates } from './lib/data.ts';
 import { gzippedSize, row } from './lib/report.ts';
-import { call, createPgSchema, dropPgSchema, poster, startChildServer } from './lib/server.ts';
+import { call, createPgSchema, dropPgSchema, poster, startChildServer, textBacklog } from './lib/server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -102,9 +102,7 @@ async function ingest(server: { url: string; key: string }, projectId: string, l
 async function textIndexed(server: { url: string }) {
   const started = performance.now();
   for (;;) {
-    const text = await (await fetch(`${server.url}/metrics`)).text();
-    const backlog = Number(/^spanbase_text_index_backlog (\S+)$/m.exec(text)?.[1] ?? 0);
-    if (!(backlog > 0)) break;
+    if (!(await textBacklog(server))) break;
     await new Promise((r) => setTimeout(r, 500));
   }
   console.log(`  (text index up to date after ${((performance.now() - started) / 1000).toFixed(1)} s more)`);

@@ -184,3 +184,38 @@ export function poster(server: { url: string; key: string }, connections: number
       req.end(body);
     });
 }
+
+/** Records the text index has not taken yet (GET /metrics, spanbase_text_index_backlog). */
+export async function textBacklog(server: { url: string }): Promise<number> {
+  const text = await (await fetch(`${server.url}/metrics`)).text();
+  const backlog = Number(/^spanbase_text_index_backlog (\S+)$/m.exec(text)?.[1] ?? 0);
+  // NaN: the gauge could not be read; counted as caught up rather than waited on for ever.
+  return Number.isNaN(backlog) ? 0 : Math.max(0, backlog);
+}
+
+/** Every file under a directory with its size (a SQLite store: the database, its text index, their WALs). */
+export function dirFiles(dir: string, out: Record<string, number> = {}, prefix = ''): Record<string, number> {
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) dirFiles(p, out, `${prefix}${e.name}/`);
+    else out[prefix + e.name] = fs.statSync(p).size;
+  }
+  return out;
+}
+
+/** Bytes of a PostgreSQL schema's tables with their indexes and TOAST. */
+export async function pgSchemaBytes(url: string, schema: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const { rows } = await c.query(
+      `select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as bytes
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = $1 and c.relkind in ('r', 'm')`,
+      [schema],
+    );
+    return Number(rows[0].bytes);
+  } finally {
+    await c.end();
+  }
+}

@@ -1,13 +1,13 @@
 /**
  * The SQLite text indexer's thread (search-text-indexer.ts): its own connection to the database file
- * indexes queued records in slices (search-text.ts), polling while the queue is empty, and answers a
+ * indexes full blocks and changed records in slices (search-text.ts), polling while the queue is empty, and answers a
  * drain request once the queue is empty.
  */
 import os from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openSqlite } from './db.ts';
 import type { IndexerData, IndexerReply, IndexerRequest } from './search-text-indexer.ts';
-import { attachTextIndex, indexQueued } from './search-text.ts';
+import { attachTextIndex, indexPending, textBacklog } from './search-text.ts';
 
 const h = openSqlite((workerData as IndexerData).file).sqlite!;
 // The indexer reads each new record once and merges index segments: no memory map (every page it
@@ -23,18 +23,13 @@ try {
   // Not permitted here: run at the normal priority.
 }
 attachTextIndex(h);
-const queued = h
-  .prepare(
-    "select exists (select 1 from records_text_queue where seq > coalesce((select cast(value as integer) from text.meta where key = 'seq'), 0))",
-  )
-  .pluck();
 let drains: number[] = [];
 const tick = () => {
   let taken = 0;
   try {
-    taken = indexQueued(h, 25);
+    taken = indexPending(h, 25);
     // Answer drain requests once the queue is empty.
-    if (taken === 0 && drains.length && !queued.get()) {
+    if (taken === 0 && drains.length && !textBacklog(h)) {
       for (const id of drains) parentPort!.postMessage({ id } satisfies IndexerReply);
       drains = [];
     }

@@ -30,7 +30,7 @@ export interface SqliteSearchOptions {
   /** Answer searches on up to this many reader threads (default 2; 0: on this connection). */
   readers?: number;
   /**
-   * The most trigram-index hits a `contains` leaf uses as its candidate set; a term with more hits is
+   * The most text-index candidates a `contains` leaf uses as its candidate set; a term with more is
    * common enough that scanning in sort order finds a page sooner.
    */
   candidateCap?: number;

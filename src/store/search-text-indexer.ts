@@ -10,9 +10,9 @@ import type { TextIndexer } from './search-query.ts';
 import {
   attachTextIndex,
   checkTextIndex,
-  indexQueued,
-  indexedSeq,
+  indexPending,
   rebuildTextIndex,
+  textBacklog,
   trimQueue,
 } from './search-text.ts';
 import { startThread } from './threads.ts';
@@ -92,10 +92,7 @@ export class SqliteTextIndexer implements TextIndexer {
   async pending(): Promise<number> {
     if (!this.enabled) return 0;
     return this.store.db.connection().execute(async () => {
-      const h = this.store.sqlite!;
-      return Number(
-        h.prepare('select count(*) from records_text_queue where seq > ?').pluck().get(indexedSeq(h)),
-      );
+      return textBacklog(this.store.sqlite!);
     });
   }
 
@@ -120,7 +117,7 @@ export class SqliteTextIndexer implements TextIndexer {
     const h = this.store.sqlite!;
     // Here, between other uses of the main connection, never inside one of their transactions.
     while (
-      await this.store.db.connection().execute(async () => (h.inTransaction ? 0 : indexQueued(h, 50)))
+      await this.store.db.connection().execute(async () => (h.inTransaction ? 0 : indexPending(h, 50)))
     ) {}
     await this.trim();
   }

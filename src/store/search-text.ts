@@ -1,19 +1,30 @@
 /**
- * The SQLite text index: FTS5 trigram tables (one per record group: sessions, traces, spans) in a
- * file of their own beside the database (`<name>-text.db`, attached as `text`), so that indexing
- * takes that file's write lock and never the records'. Ingestion only notes changed rows in
- * `records_text_queue` (triggers, migration 004); a background thread indexes them shortly after
- * (indexer-thread.ts) and records in the index file how far in the queue it got; searches check the
- * rows queued beyond that directly, so answers stay exact. The main thread trims the taken entries.
+ * The SQLite text index: per block of BLOCK_ROWS consecutive rowids and per record group (sessions,
+ * traces, spans), one document of the block's distinct hashed trigrams of case-folded input and
+ * output (domain/text-grams.ts), in FTS5 tables (detail=none: a trigram's posting is the block
+ * number alone) in a file of their own beside the database (`<name>-text.db`, attached as `text`),
+ * so that indexing takes that file's write lock and never the records'. A `contains` search reads
+ * the blocks that hold every trigram of its term and checks their records exactly.
  *
- * The index holds case-folded text (domain/text.ts foldCase): one index serves case-sensitive and case-insensitive `contains`.
- * It refers to records by rowid; at start it checks that it belongs to this database and that its
- * rowids still name the same records (a VACUUM may renumber them), and rebuilds itself otherwise.
+ * Why blocks: a record of about 2 KB of text holds about 2,000 trigrams; indexing each record's
+ * trigrams cost 150–210 µs of CPU per record, more than ingesting it (bench/ingest.ts, "searchable").
+ * A block holds each distinct trigram once: the work is hashing the text in JavaScript.
+ *
+ * A background thread (indexer-thread.ts) indexes each block once it is full (rowids only grow, so a
+ * block below the largest rowid gets no new record) and records in the index file how far it got
+ * (`frontier`, the first rowid of the first block not indexed). Changes below the frontier (updates,
+ * deletes, a rowid reused after the newest records were deleted) are noted by triggers in
+ * `records_text_queue` (migration 004); the indexer indexes their blocks again. Searches also take
+ * the records above the frontier and the queued ones as candidates, so answers stay exact. The main
+ * thread trims the taken queue entries.
+ *
+ * The index refers to records by rowid; at start it checks that it belongs to this database and that
+ * its rowids still name the same records (a VACUUM may renumber them), and rebuilds itself otherwise.
  */
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
-import { foldCase } from '../domain/text.ts';
 import { type Kysely, sql } from 'kysely';
+import { BLOCK_ROWS, BlockGrams, blockOf, termQuery } from '../domain/text-grams.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import {
   type TextCandidateSource,
@@ -23,9 +34,11 @@ import {
 } from './search-query.ts';
 import type { DB } from './tables.ts';
 
-/** The trigram indexes: one per group of record types a search reads. */
+/** The index tables: one per group of record types a search reads. */
 export const TEXT_GROUPS = ['session', 'trace', 'span'] as const;
 export type TextGroup = (typeof TEXT_GROUPS)[number];
+/** The layout of the index file; an index of another layout is dropped and built again. */
+const FORMAT = 'blocks-1';
 
 export function textGroup(type: string): TextGroup {
   return type === 'session' ? 'session' : type === 'trace' ? 'trace' : 'span';
@@ -34,7 +47,7 @@ export function textGroup(type: string): TextGroup {
 /** The index tables (schema-qualified) that cover records of `types` (all when not given). */
 export function textTables(types?: readonly string[]): string[] {
   const groups = types ? [...new Set(types.map(textGroup))] : [...TEXT_GROUPS];
-  return groups.map((g) => `text.records_text_${g}`);
+  return groups.map((g) => `text.text_blocks_${g}`);
 }
 
 /** The index file of a database file; null for an in-memory database (no index: searches scan). */
@@ -53,13 +66,17 @@ export function attachTextIndex(h: SQLite.Database): boolean {
   h.prepare('attach database ? as text').run(file);
   h.pragma('text.journal_mode = WAL');
   h.pragma('text.synchronous = NORMAL');
-  for (const g of TEXT_GROUPS) {
-    h.exec(`create virtual table if not exists text.records_text_${g} using fts5(
-      input, output, content = '', contentless_delete = 1,
-      tokenize = 'trigram case_sensitive 1', detail = column)`);
+  createTables(h);
+  return true;
+}
+
+function createTables(h: SQLite.Database): void {
+  // Tokens are short ASCII words; no positions (detail=none).
+  for (const table of textTables()) {
+    h.exec(`create virtual table if not exists ${table} using fts5(
+      grams, content = '', contentless_delete = 1, tokenize = 'ascii', detail = none)`);
   }
   h.exec('create table if not exists text.meta (key text primary key, value text)');
-  return true;
 }
 
 function meta(h: SQLite.Database): Map<string, string> {
@@ -68,13 +85,13 @@ function meta(h: SQLite.Database): Map<string, string> {
 }
 
 /**
- * Rebuilds the index unless it belongs to this database and its last indexed rowid still names the
- * record it named. Answers whether it rebuilt.
+ * Rebuilds the index unless it has this layout, belongs to this database and its last indexed
+ * rowid still names the record it named. Answers whether it rebuilt.
  */
 export function checkTextIndex(h: SQLite.Database): boolean {
   const token = (h.prepare('select token from records_text_state').pluck().get() as string | undefined) ?? '';
   const m = meta(h);
-  let ok = m.get('token') === token;
+  let ok = m.get('format') === FORMAT && m.get('token') === token;
   if (ok && m.has('probe_rowid')) {
     const id = h
       .prepare('select id from records where rowid = ?')
@@ -83,15 +100,23 @@ export function checkTextIndex(h: SQLite.Database): boolean {
     // A probe whose record was deleted proves nothing either way.
     ok = id === undefined || id === m.get('probe_id');
   }
-  if (!ok) rebuildTextIndex(h);
+  if (!ok) {
+    if (m.get('format') !== FORMAT) {
+      // An index of another layout (or none yet): its tables go, this layout's are made.
+      const tables = h
+        .prepare(
+          "select name from text.sqlite_master where type = 'table' and upper(substr(sql, 1, 20)) = 'CREATE VIRTUAL TABLE'",
+        )
+        .pluck()
+        .all() as string[];
+      for (const t of tables) h.exec(`drop table if exists text."${t.replaceAll('"', '""')}"`);
+      createTables(h);
+    }
+    rebuildTextIndex(h);
+  }
   return !ok;
 }
 
-/**
- * Empties the index and queues every record with text. Three steps, each atomic; the token that
- * marks the index as this database's is written last, so an interrupted rebuild runs again. (The
- * queue position restarts at 0, below every entry.)
- */
 /**
  * Removes queue entries the index has taken (a write on the records' database: the main thread's).
  * The newest taken entry stays, so that new entries (seq = largest + 1) stay above the position.
@@ -100,136 +125,169 @@ export function trimQueue(h: SQLite.Database): number {
   return h.prepare('delete from records_text_queue where seq < ?').run(indexedSeq(h)).changes;
 }
 
+/**
+ * Empties the index: every block is then above the frontier, indexed again from the records, and
+ * every queued change is behind the position. One transaction on the index file.
+ */
 export function rebuildTextIndex(h: SQLite.Database): void {
-  h.transaction(() => {
-    for (const g of TEXT_GROUPS)
-      h.exec(`insert into text.records_text_${g} (records_text_${g}) values ('delete-all')`);
-    h.exec('delete from text.meta');
-  })();
-  h.transaction(() => {
-    h.exec('delete from records_text_queue');
-    h.exec(
-      'insert into records_text_queue (rid) select rowid from records where input_text is not null or output_text is not null',
-    );
-  })();
   const token = (h.prepare('select token from records_text_state').pluck().get() as string | undefined) ?? '';
-  h.prepare("insert or replace into text.meta (key, value) values ('token', ?)").run(token);
+  h.transaction(() => {
+    const seq = Number(h.prepare('select coalesce(max(seq), 0) from records_text_queue').pluck().get());
+    for (const table of textTables()) {
+      const name = table.slice(table.indexOf('.') + 1);
+      h.exec(`insert into ${table} (${name}) values ('delete-all')`);
+    }
+    h.exec('delete from text.meta');
+    const set = h.prepare('insert into text.meta (key, value) values (?, ?)');
+    for (const [k, v] of [
+      ['format', FORMAT],
+      ['token', token],
+      ['frontier', '0'],
+      ['seq', String(seq)],
+    ])
+      set.run(k, v);
+  })();
 }
 
 interface Statements {
   next: SQLite.Statement;
-  read: SQLite.Statement;
+  maxRowid: SQLite.Statement;
+  rows: SQLite.Statement;
   drop: Record<TextGroup, SQLite.Statement>;
   add: Record<TextGroup, SQLite.Statement>;
-  probe: SQLite.Statement;
-  done: SQLite.Statement;
-  seq: SQLite.Statement;
+  set: SQLite.Statement;
+  get: SQLite.Statement;
+  queued: SQLite.Statement;
 }
 const prepared = new WeakMap<SQLite.Database, Statements>();
 
 function statements(h: SQLite.Database): Statements {
   let s = prepared.get(h);
   if (!s) {
-    const each = (f: (g: TextGroup) => string) =>
-      Object.fromEntries(TEXT_GROUPS.map((g) => [g, h.prepare(f(g))])) as Record<TextGroup, SQLite.Statement>;
+    const each = (f: (table: string) => string) =>
+      Object.fromEntries(TEXT_GROUPS.map((g) => [g, h.prepare(f(`text.text_blocks_${g}`))])) as Record<
+        TextGroup,
+        SQLite.Statement
+      >;
     s = {
       next: h.prepare('select seq, rid from records_text_queue where seq > ? order by seq limit ?'),
-      read: h.prepare(
-        'select rowid as rid, id, type, input_text, output_text from records where rowid in (select value from json_each(?))',
+      maxRowid: h.prepare('select coalesce(max(rowid), 0) from records').pluck(),
+      rows: h.prepare(
+        'select rowid as rid, id, type, input_text, output_text from records where rowid between ? and ? order by rowid',
       ),
-      drop: each((g) => `delete from text.records_text_${g} where rowid = ?`),
-      add: each((g) => `insert into text.records_text_${g} (rowid, input, output) values (?, ?, ?)`),
-      probe: h.prepare(
-        "insert or replace into text.meta (key, value) values ('probe_rowid', ?), ('probe_id', ?)",
-      ),
-      done: h.prepare("insert or replace into text.meta (key, value) values ('seq', ?)"),
-      seq: h.prepare("select value from text.meta where key = 'seq'").pluck(),
+      drop: each((t) => `delete from ${t} where rowid = ?`),
+      add: each((t) => `insert into ${t} (rowid, grams) values (?, ?)`),
+      set: h.prepare('insert or replace into text.meta (key, value) values (?, ?)'),
+      get: h.prepare('select value from text.meta where key = ?').pluck(),
+      queued: h.prepare('select count(*) from records_text_queue where seq > ?').pluck(),
     };
     prepared.set(h, s);
   }
   return s;
 }
 
+const metaNumber = (h: SQLite.Database, key: string) => Number(statements(h).get.get(key) ?? 0);
+
 /** The queue position the index is complete up to (entries above it are not indexed yet). */
 export function indexedSeq(h: SQLite.Database): number {
-  return Number(statements(h).seq.get() ?? 0);
+  return metaNumber(h, 'seq');
 }
 
+/** Rows of full blocks not indexed yet plus queue entries not taken: the index's backlog. */
+export function textBacklog(h: SQLite.Database): number {
+  const s = statements(h);
+  const frontier = metaNumber(h, 'frontier');
+  const full = blockOf(Number(s.maxRowid.get()) + 1) * BLOCK_ROWS;
+  return Math.max(0, full - frontier) + Number(s.queued.get(indexedSeq(h)));
+}
+
+/** Blocks indexed per transaction (at most; fewer when the time budget runs out). */
+const STEP_BLOCKS = 16;
+const STEP_QUEUE = 2048;
+
+type TextRow = {
+  rid: number;
+  id: string;
+  type: string;
+  input_text: string | null;
+  output_text: string | null;
+};
+
+/** Per group, the gram set of the block being read. */
+const builders = new WeakMap<SQLite.Database, Record<TextGroup, BlockGrams>>();
+
 /**
- * Indexes queued records for about `budgetMs` and answers how many queue entries it took. It writes
- * the index file only (never the records' database, whose write lock ingestion holds): each batch is
- * one transaction that updates the index and moves the index's queue position past the batch. A
- * record changed meanwhile has a newer queue entry, above that position. Must not run inside another
+ * Indexes for about `budgetMs`: blocks whose records changed below the frontier, again, then full
+ * blocks above it; answers how many rows and queue entries it took (0: nothing to do). It writes the
+ * index file only (never the records' database, whose write lock ingestion holds): each step is one
+ * transaction that updates the index and moves the frontier and the queue position. A record
+ * changed meanwhile has a newer queue entry, taken by a later step. Must not run inside another
  * transaction on this connection.
  */
-export function indexQueued(h: SQLite.Database, budgetMs: number): number {
+export function indexPending(h: SQLite.Database, budgetMs: number): number {
   const s = statements(h);
+  let grams = builders.get(h);
+  if (!grams) {
+    grams = { session: new BlockGrams(), trace: new BlockGrams(), span: new BlockGrams() };
+    builders.set(h, grams);
+  }
   const started = performance.now();
   let taken = 0;
   while (performance.now() - started < budgetMs) {
-    const batch = s.next.all(indexedSeq(h), 256) as { seq: number; rid: number }[];
-    if (!batch.length) break;
-    const rids = [...new Set(batch.map((b) => b.rid))];
-    const rows = s.read.all(JSON.stringify(rids)) as {
-      rid: number;
-      id: string;
-      type: string;
-      input_text: string | null;
-      output_text: string | null;
-    }[];
-    const byRid = new Map(rows.map((r) => [r.rid, r]));
-    h.transaction(() => {
-      let last: { rid: number; id: string } | null = null;
-      for (const rid of rids) {
-        const row = byRid.get(rid);
-        if (!row) {
-          // Deleted: its entry may be in any index.
-          for (const g of TEXT_GROUPS) s.drop[g].run(rid);
-          continue;
+    const frontier = metaNumber(h, 'frontier');
+    const entries = s.next.all(indexedSeq(h), STEP_QUEUE) as { seq: number; rid: number }[];
+    const again = [...new Set(entries.filter((e) => e.rid < frontier).map((e) => blockOf(e.rid)))];
+    const fullBlocks = blockOf(Number(s.maxRowid.get()) + 1);
+    const first = blockOf(frontier);
+    const last = Math.min(fullBlocks, first + STEP_BLOCKS);
+    if (!entries.length && last <= first) break;
+    const docs: { block: number; group: TextGroup; doc: string }[] = [];
+    let probe: TextRow | null = null;
+    const read = (from: number, to: number) => {
+      let block = from;
+      const flush = () => {
+        for (const g of TEXT_GROUPS)
+          if (!grams[g].empty) docs.push({ block, group: g, doc: grams[g].take() });
+      };
+      for (const row of s.rows.iterate(from * BLOCK_ROWS, to * BLOCK_ROWS - 1) as Iterable<TextRow>) {
+        const b = blockOf(row.rid);
+        if (b !== block) {
+          flush();
+          block = b;
         }
-        const g = textGroup(row.type);
-        s.drop[g].run(rid);
-        if (row.input_text !== null || row.output_text !== null) {
-          const folded = (t: string | null) => (t === null ? null : foldCase(t));
-          s.add[g].run(rid, folded(row.input_text), folded(row.output_text));
-        }
-        last = row;
+        const g = grams[textGroup(row.type)];
+        g.add('input', row.input_text);
+        g.add('output', row.output_text);
+        probe = row;
       }
-      if (last) s.probe.run(String(last.rid), last.id);
-      s.done.run(String(batch[batch.length - 1].seq));
+      flush();
+    };
+    for (const b of again) read(b, b + 1);
+    const reread = docs.length;
+    if (last > first) read(first, last);
+    h.transaction(() => {
+      for (const b of again) for (const g of TEXT_GROUPS) s.drop[g].run(b);
+      for (const d of docs) s.add[d.group].run(d.block, d.doc);
+      if (entries.length) s.set.run('seq', String(entries[entries.length - 1].seq));
+      if (last > first) {
+        s.set.run('frontier', String(last * BLOCK_ROWS));
+        const p = probe as TextRow | null;
+        if (p && docs.length > reread) {
+          s.set.run('probe_rowid', String(p.rid));
+          s.set.run('probe_id', p.id);
+        }
+      }
     })();
-    taken += batch.length;
+    taken += entries.length + Math.max(0, last - first) * BLOCK_ROWS;
   }
   return taken;
 }
 
-const MAX_TRIGRAMS = 4;
-
-/** Query text for the FTS5 trigram index, or null when the index cannot narrow the search. */
-export function trigramQuery(
-  column: 'input' | 'output',
-  term: string,
-  caseSensitive: boolean,
-): string | null {
-  if (!foldedIndexServes(term, caseSensitive)) return null;
-  const cps = Array.from(foldCase(term));
-  if (cps.length < 3 || cps.includes('\0')) return null;
-  const grams = new Set<string>();
-  for (let i = 0; i + 3 <= cps.length; i++) grams.add(cps.slice(i, i + 3).join(''));
-  // A few trigrams spread over the term narrow as well as all of them (each record is checked
-  // exactly afterwards) and intersect far fewer posting lists.
-  let list = [...grams];
-  if (list.length > MAX_TRIGRAMS) {
-    const step = (list.length - 1) / (MAX_TRIGRAMS - 1);
-    list = Array.from({ length: MAX_TRIGRAMS }, (_, i) => list[Math.round(i * step)]);
-  }
-  return `${column} : (${list.map((g) => `"${g.replace(/"/g, '""')}"`).join(' AND ')})`;
-}
-
 /**
  * SQLite text candidates: for each `contains` leaf on an indexed column, the rowids that may match:
- * the trigram index's hits (in the indexes of `types`, default all) plus every row not indexed yet
- * (queued). Without an index file (an in-memory database) there are none.
+ * every rowid of the blocks whose documents (in the indexes of `types`, default all) hold the term's
+ * trigrams, plus every record not indexed yet (above the frontier, or queued). Without an index file
+ * (an in-memory database) there are none.
  */
 export class SqliteTextCandidates implements TextCandidateSource {
   private readonly indexed: boolean;
@@ -252,36 +310,36 @@ export class SqliteTextCandidates implements TextCandidateSource {
     const leaves = indexedContainsLeaves(tree);
     if (!leaves.length) return out;
     const tables = textTables(types);
-    // Read the index file first (its position in the queue), then the queue: the queue's snapshot is then
-    // at least as new as the index's, so every record is in the index as it is now or queued beyond
-    // that position.
-    const { rows: pos } = await sql<{ value: string }>`select value from text.meta where key = 'seq'`.execute(
-      db,
-    );
-    const indexed = Number(pos[0]?.value ?? 0);
-    const { rows: queuedRows } = await sql<{
-      rid: number;
-    }>`select distinct rid from records_text_queue where seq > ${indexed} limit ${this.cap + 1}`.execute(db);
-    const queued = queuedRows.map((r) => r.rid);
-    if (queued.length > this.cap) return out;
+    // Read the index file first (its frontier and queue position), then the records and the queue:
+    // their snapshot is then at least as new as the index's, so every record is in the index as it
+    // is now, above the frontier, or queued beyond the position.
+    const { rows: pos } = await sql<{ key: string; value: string }>`select key, value from text.meta
+      where key in ('seq', 'frontier')`.execute(db);
+    const at = (k: string) => Number(pos.find((p) => p.key === k)?.value ?? 0);
+    const { rows: unindexed } = await sql<{ rid: number }>`
+      select rowid as rid from records where rowid >= ${at('frontier')}
+      union select rid from records_text_queue where seq > ${at('seq')}
+      limit ${this.cap + 1}`.execute(db);
+    if (unindexed.length > this.cap) return out;
+    const blockCap = Math.floor((this.cap - unindexed.length) / BLOCK_ROWS);
     for (const leaf of leaves) {
-      const match = trigramQuery(
-        indexedColumn(leaf),
-        leaf.value as string,
-        (leaf as { caseSensitive: boolean }).caseSensitive,
-      );
+      const { caseSensitive } = leaf as { caseSensitive: boolean };
+      const term = leaf.value as string;
+      const match = foldedIndexServes(term, caseSensitive) ? termQuery(indexedColumn(leaf), term) : null;
       if (match === null) continue;
-      const hits: number[] = [];
+      const blocks = new Set<number>();
       for (const table of tables) {
         // The MATCH column is the table's own name, unqualified.
         const { rows } = await sql<{ rowid: number }>`select rowid from ${sql.table(table)} where ${sql.id(
           table.slice(table.indexOf('.') + 1),
-        )} match ${match} limit ${this.cap + 1 - hits.length}`.execute(db);
-        for (const r of rows) hits.push(r.rowid);
-        if (hits.length > this.cap) break;
+        )} match ${match} limit ${blockCap + 1}`.execute(db);
+        for (const r of rows) blocks.add(r.rowid);
+        if (blocks.size > blockCap) break;
       }
-      if (hits.length + queued.length > this.cap) continue;
-      out.set(leaf, [...hits, ...queued]);
+      if (blocks.size > blockCap) continue;
+      const rowids = unindexed.map((r) => r.rid);
+      for (const b of blocks) for (let i = 0; i < BLOCK_ROWS; i++) rowids.push(b * BLOCK_ROWS + i);
+      out.set(leaf, rowids);
     }
     return out;
   }

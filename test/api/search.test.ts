@@ -834,6 +834,16 @@ for (const store of storesUnderTest()) {
         'a"b\'c%d_e\\f',
       ];
       const tids = texts.map(() => randomUUID());
+      // Records written before and after, so that on SQLite the texts end up in full blocks of the
+      // text index (not only among the newest records, which are checked directly).
+      const filler = () =>
+        ingestTraces(
+          s,
+          p2,
+          ls2,
+          Array.from({ length: 300 }, (_, i) => ({ name: `filler ${i}`, input: `nothing to see ${i}` })),
+        );
+      await filler();
       await ingestTraces(
         s,
         p2,
@@ -880,6 +890,7 @@ for (const store of storesUnderTest()) {
         ['s0', 's1'],
         [],
       ];
+      await filler();
       const indexer = s.running.services.search.indexer;
       assert.deepEqual(await probe(), expected, 'before indexing');
       await indexer.drain();

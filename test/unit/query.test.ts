@@ -13,7 +13,6 @@ import {
 } from '../../src/query/filters.ts';
 import { validateSort } from '../../src/query/sorts.ts';
 import { ValidationError } from '../../src/domain/errors.ts';
-import { trigramQuery } from '../../src/store/search-text.ts';
 import {
   Kysely,
   PostgresAdapter,
@@ -143,19 +142,6 @@ describe('compiled SQL', () => {
       assert.ok(!c.sql.includes("o'brien"), c.sql);
       assert.ok(c.parameters.some((p) => String(p).includes('drop table')));
     }
-  });
-});
-
-describe('trigram query', () => {
-  test('terms of three or more characters, quotes doubled, capped', () => {
-    assert.equal(trigramQuery('input', 'ab', false), null);
-    assert.equal(trigramQuery('input', 'abc', false), 'input : ("abc")');
-    assert.equal(trigramQuery('output', 'A"BC', true), 'output : ("a""b" AND """bc")');
-    assert.equal(trigramQuery('input', 'ΑΣΑ', true), null, 'capital sigma lower-cases by context');
-    assert.ok(trigramQuery('input', 'ΑΣΑ', false));
-    const long = trigramQuery('input', 'abcdefghijklmnopqrstuvwxyz', false)!;
-    assert.equal(long.split(' AND ').length, 4);
-    assert.equal(long, 'input : ("abc" AND "ijk" AND "pqr" AND "xyz")');
   });
 });
 

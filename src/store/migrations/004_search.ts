@@ -5,10 +5,10 @@ import { isPostgres } from './helpers.ts';
 /**
  * Search indexes: sessions by duration, and text search on the flattened input and output of records.
  *
- * SQLite: FTS5 trigram indexes that are NOT written in the ingest transaction: triggers only note
- * the rowid of each inserted, changed or deleted record in `records_text_queue`, and a background
- * thread indexes queued rows shortly after into a file of its own (store/search-text.ts). Searches
- * stay exact meanwhile by also checking the queued rows.
+ * SQLite: an index that is NOT written in the ingest transaction: triggers only note the rowid of
+ * each inserted, changed or deleted record in `records_text_queue`, and a background thread keeps
+ * the index in a file of its own (store/search-text.ts, where its layout is described). Searches
+ * stay exact meanwhile by also checking the records it has not taken yet.
  *
  * PostgreSQL: pg_trgm GIN indexes on lower(input_text) and lower(output_text) (GIN's pending list
  * keeps the write cheap). The extension is created once per database under an advisory lock, so

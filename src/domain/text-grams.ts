@@ -1,0 +1,103 @@
+/**
+ * Trigram signatures for the SQLite text index (store/search-text.ts): which hashed trigrams of
+ * case-folded text occur in a block of records. A block holds each distinct trigram once, however
+ * many records and occurrences carry it, so the index stores and merges a small fraction of what a
+ * per-record trigram index would; a `contains` search reads the blocks that hold every trigram of its
+ * term and checks their records exactly.
+ *
+ * Trigrams are of UTF-16 code units of the folded text (a substring of a well-formed string is a
+ * substring of its code units), hashed to GRAM_BITS bits: a collision can only add a block to a
+ * search's candidates, never hide one. Each becomes a short ASCII token, prefixed by its column
+ * (`i` input, `o` output) so that one document per block serves both columns.
+ */
+import { foldCase } from './text.ts';
+
+/** Records (consecutive rowids) per block. */
+export const BLOCK_ROWS = 128;
+/** The block of a rowid (arithmetic, not shifts: rowids may pass 2^31). */
+export const blockOf = (rowid: number): number => Math.floor(rowid / BLOCK_ROWS);
+const GRAM_BITS = 22;
+const GRAM_MASK = (1 << GRAM_BITS) - 1;
+/** Trigrams of a term a lookup asks for: a few spread over the term narrow as well as all of them. */
+const MAX_TERM_GRAMS = 8;
+
+export type TextColumn = 'input' | 'output';
+const PREFIX: Record<TextColumn, string> = { input: 'i', output: 'o' };
+
+function gramHash(a: number, b: number, c: number): number {
+  let h = Math.imul(a, 0x9e3779b1) ^ Math.imul(b, 0x85ebca77) ^ Math.imul(c, 0xc2b2ae3d);
+  h ^= h >>> 15;
+  h = Math.imul(h, 0x2c1b3c6d);
+  h ^= h >>> 12;
+  return h & GRAM_MASK;
+}
+
+/**
+ * The distinct trigrams of one block's texts, per column, gathered text by text and then written
+ * as the block's document. One instance is reused block after block (its bitmaps are cleared by
+ * what was set, not reallocated).
+ */
+export class BlockGrams {
+  private readonly seen = {
+    input: new Uint8Array(1 << (GRAM_BITS - 3)),
+    output: new Uint8Array(1 << (GRAM_BITS - 3)),
+  };
+  private readonly grams: Record<TextColumn, number[]> = { input: [], output: [] };
+
+  get empty(): boolean {
+    return this.grams.input.length === 0 && this.grams.output.length === 0;
+  }
+
+  /** Adds the trigrams of a text (not yet folded) of `column`. */
+  add(column: TextColumn, text: string | null): void {
+    if (text === null || text.length < 3) return;
+    const s = foldCase(text);
+    const seen = this.seen[column];
+    const out = this.grams[column];
+    let a = s.charCodeAt(0);
+    let b = s.charCodeAt(1);
+    for (let i = 2; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      const g = gramHash(a, b, c);
+      const bit = 1 << (g & 7);
+      if (!(seen[g >>> 3] & bit)) {
+        seen[g >>> 3] |= bit;
+        out.push(g);
+      }
+      a = b;
+      b = c;
+    }
+  }
+
+  /** The block's document (its tokens, space-separated), and a fresh start for the next block. */
+  take(): string {
+    const parts: string[] = [];
+    for (const column of ['input', 'output'] as const) {
+      const seen = this.seen[column];
+      for (const g of this.grams[column]) {
+        parts.push(PREFIX[column] + g.toString(36));
+        seen[g >>> 3] = 0;
+      }
+      this.grams[column] = [];
+    }
+    return parts.join(' ');
+  }
+}
+
+/**
+ * The index query for blocks that may hold `term` in `column` (every one of up to MAX_TERM_GRAMS
+ * of its trigrams), or null when the term is too short to narrow anything.
+ */
+export function termQuery(column: TextColumn, term: string): string | null {
+  const s = foldCase(term);
+  if (s.length < 3) return null;
+  const grams = new Set<number>();
+  for (let i = 2; i < s.length; i++)
+    grams.add(gramHash(s.charCodeAt(i - 2), s.charCodeAt(i - 1), s.charCodeAt(i)));
+  let list = [...grams];
+  if (list.length > MAX_TERM_GRAMS) {
+    const step = (list.length - 1) / (MAX_TERM_GRAMS - 1);
+    list = Array.from({ length: MAX_TERM_GRAMS }, (_, i) => list[Math.round(i * step)]);
+  }
+  return list.map((g) => PREFIX[column] + g.toString(36)).join(' AND ');
+}
