@@ -8,7 +8,13 @@
  *   npm run bench:load                         # SQLite, 60 s
  *   npm run bench:load -- --store postgres     # PostgreSQL (SPANBASE_TEST_DATABASE_URL or --database-url)
  *   npm run bench:load -- --seconds 20 --ingesters 4 --searchers 4 --batch 20
+ *   npm run bench:load -- --compare --seconds 30   # searches alone, ingestion alone, then both (issue 22, item 6)
+ *   npm run bench:load -- --seconds 600            # a 10-minute soak: the private memory's trend
  *
+ * --compare runs three phases of --seconds each on the same server: the searchers alone, the
+ * ingesters alone (flat out: no pause between requests), then both; it prints the searches' p95
+ * under ingestion against alone (target at most 2×) and the ingestion rate beside searches against
+ * alone (target at least 0.5×).
  * The workload follows the routes the server's /openapi.json lists: ingestion and record searches
  * when they exist, log stream searches and project reads always.
  */
@@ -26,6 +32,7 @@ const { values: args } = parseArgs({
     batch: { type: 'string', default: '20' },
     'sample-every': { type: 'string', default: '5' },
     cooldown: { type: 'string', default: '0' },
+    compare: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
   },
 });
@@ -255,7 +262,7 @@ async function main() {
     );
 
     const started = Date.now();
-    const deadline = started + SECONDS * 1000;
+    let deadline = started + SECONDS * 1000;
     const rssSeries: { t: number; mb: number; anon: number }[] = [];
     const sample = () =>
       rssSeries.push({
@@ -291,10 +298,37 @@ async function main() {
         i++;
       }
     };
-    await Promise.all([
-      ...(canIngest ? Array.from({ length: INGESTERS }, (_, w) => ingester(w)) : []),
-      ...Array.from({ length: SEARCHERS }, (_, w) => searcher(w)),
-    ]);
+    /** Runs `ingesters` and `searchers` for --seconds; answers search p95 and records/s acknowledged. */
+    const phase = async (ingesters: number, searchers: number) => {
+      const before = new Map([...kinds].map(([k, v]) => [k, v.latencies.length]));
+      const acked0 = [...acked.values()].reduce((a, b) => a + b.records, 0);
+      const t0 = Date.now();
+      deadline = t0 + SECONDS * 1000;
+      await Promise.all([
+        ...(canIngest ? Array.from({ length: ingesters }, (_, w) => ingester(w)) : []),
+        ...Array.from({ length: searchers }, (_, w) => searcher(w)),
+      ]);
+      const secs = (Date.now() - t0) / 1000;
+      const searchTimes = [...kinds]
+        .filter(([k]) => k !== 'ingest')
+        .flatMap(([k, v]) => v.latencies.slice(before.get(k) ?? 0))
+        .sort((a, b) => a - b);
+      const records = [...acked.values()].reduce((a, b) => a + b.records, 0) - acked0;
+      return { p95: percentile(searchTimes, 95), p50: percentile(searchTimes, 50), rate: records / secs };
+    };
+    if (args.compare) {
+      const alone = await phase(0, SEARCHERS);
+      const ingestAlone = await phase(INGESTERS, 0);
+      const both = await phase(INGESTERS, SEARCHERS);
+      const p95x = both.p95 / alone.p95;
+      const ratex = both.rate / ingestAlone.rate;
+      process.stdout.write(
+        `search under ingestion: searches p50/p95 alone ${alone.p50.toFixed(1)}/${alone.p95.toFixed(1)} ms, ` +
+          `beside ingestion ${both.p50.toFixed(1)}/${both.p95.toFixed(1)} ms: p95 ${p95x.toFixed(2)}× (target ≤ 2: ${p95x <= 2 ? 'met' : 'MISSED'})\n` +
+          `ingestion alone ${ingestAlone.rate.toFixed(0)} records/s, beside searches ${both.rate.toFixed(0)} records/s: ` +
+          `${ratex.toFixed(2)}× (target ≥ 0.5: ${ratex >= 0.5 ? 'met' : 'MISSED'})\n`,
+      );
+    } else await phase(INGESTERS, SEARCHERS);
     clearInterval(sampler);
     sample();
     const elapsed = (Date.now() - started) / 1000;

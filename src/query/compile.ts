@@ -25,7 +25,7 @@ export function sqlFor(dialect: Dialect): SqlDialect {
   return DIALECTS[dialect];
 }
 
-/** Text candidates of a store: rowids (SQLite) or record ids (PostgreSQL), per `contains` leaf. */
+/** Text candidates of a store: blocks of rowids (SQLite) or record ids (PostgreSQL), per `contains` leaf. */
 export type TextCandidates = ReadonlyMap<Leaf, readonly (number | string)[]>;
 
 export interface CompileOptions {

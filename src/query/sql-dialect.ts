@@ -51,7 +51,7 @@ export interface SqlDialect extends ArraySql {
   inList(values: readonly string[], fold: (e: Frag) => Frag): Frag;
   /** `value` holds `term` (both through `fold`); `loose`: the value may be of another type. */
   contains(value: Frag, term: string, fold: (e: Frag) => Frag, loose: boolean): Frag;
-  /** The record is one of `candidates` (text-index candidates: rowids on SQLite, ids on PostgreSQL). */
+  /** The record is one of `candidates` (text-index candidates: blocks of rowids on SQLite, ids on PostgreSQL). */
   inCandidates(ref: (column: string) => Frag, candidates: readonly (number | string)[]): Frag;
   /** Text ordered by code point. */
   byCodePoint(e: Frag): Frag;

@@ -4,6 +4,7 @@
  */
 import { sql } from 'kysely';
 import { sqlitePercentileFraction } from '../domain/dashboards.ts';
+import { BLOCK_ROWS } from '../domain/text-grams.ts';
 import type { Frag, OrderItem, SqlDialect, Want } from './sql-dialect.ts';
 
 /** A quoted label: SQLite decodes JSON string escapes in it, so any key is addressed exactly. */
@@ -50,8 +51,10 @@ export const sqliteSql: SqlDialect = {
     return loose ? sql`typeof(${value}) = 'text' and ${exact}` : exact;
   },
 
-  inCandidates: (ref, rowids) =>
-    sql`${ref('rowid')} in (select value from json_each(${JSON.stringify(rowids)}))`,
+  // Candidates are blocks of rowids (store/search-text.ts): checked from the rowid an index entry
+  // holds, before the record is read.
+  inCandidates: (ref, blocks) =>
+    sql`${ref('rowid')} / ${sql.lit(BLOCK_ROWS)} in (select value from json_each(${JSON.stringify(blocks)}))`,
 
   // SQLite compares text by code point (BINARY collation) already.
   byCodePoint: (e) => e,

@@ -24,6 +24,7 @@ import {
   recordsFrom,
 } from './search-query.ts';
 import { SqliteTextCandidates } from './search-text.ts';
+import { BLOCK_ROWS } from '../domain/text-grams.ts';
 import type { DB } from './tables.ts';
 
 export interface SqliteSearchOptions {
@@ -140,22 +141,25 @@ export class SqliteSearch implements SearchStore {
   }
 
   /**
-   * The smallest candidate set of a leaf that every match satisfies, when small enough to read
-   * directly: a rare text term then reads its candidates instead of walking the run's records in
-   * sort order.
+   * The rowids of the smallest candidate set (blocks) of a leaf that every match satisfies, when
+   * small enough to read directly: a rare text term then reads its candidates instead of walking the
+   * run's records in sort order.
    */
   private drivingCandidates(tree: FilterTree | null, candidates?: TextCandidates): readonly number[] | null {
     if (!tree || !candidates?.size) return null;
     const conjuncts = tree.op === 'and' ? tree.children : [tree];
     let best: readonly number[] | null = null;
     for (const c of conjuncts) {
-      const rowids =
+      const blocks =
         c.op === 'leaf' && c.filter.kind !== 'fully_annotated'
           ? (candidates.get(c.filter) as readonly number[] | undefined)
           : undefined;
-      if (rowids && rowids.length <= this.driveMax && (!best || rowids.length < best.length)) best = rowids;
+      if (blocks && blocks.length * BLOCK_ROWS <= this.driveMax && (!best || blocks.length < best.length))
+        best = blocks;
     }
-    return best;
+    return best
+      ? best.flatMap((b) => Array.from({ length: BLOCK_ROWS }, (_, i) => b * BLOCK_ROWS + i))
+      : null;
   }
 
   /** `searchPage` on this thread's connection. */

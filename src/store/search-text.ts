@@ -284,17 +284,19 @@ export function indexPending(h: SQLite.Database, budgetMs: number): number {
 }
 
 /**
- * SQLite text candidates: for each `contains` leaf on an indexed column, the rowids that may match:
- * every rowid of the blocks whose documents (in the indexes of `types`, default all) hold the term's
- * trigrams, plus every record not indexed yet (above the frontier, or queued). Without an index file
- * (an in-memory database) there are none.
+ * SQLite text candidates: for each `contains` leaf on an indexed column, the BLOCKS of rowids
+ * (domain/text-grams.ts blockOf) whose records may match: those whose documents (in the indexes of
+ * `types`, default all) hold the term's trigrams, plus those of every record not indexed yet (above
+ * the frontier, or queued). A search checks a record's block from its index entry, before it reads
+ * the record. Without an index file (an in-memory database) there are none.
  */
 export class SqliteTextCandidates implements TextCandidateSource {
   private readonly indexed: boolean;
 
+  /** `cap`: the most candidate records (blocks × BLOCK_ROWS) a leaf may have; more scan instead. */
   constructor(
     h: SQLite.Database,
-    public cap = 20_000,
+    public cap = 2_000_000,
   ) {
     // The index file, attached on this connection (file databases only).
     this.indexed = attachTextIndex(h);
@@ -310,36 +312,40 @@ export class SqliteTextCandidates implements TextCandidateSource {
     const leaves = indexedContainsLeaves(tree);
     if (!leaves.length) return out;
     const tables = textTables(types);
+    const maxBlocks = Math.floor(this.cap / BLOCK_ROWS);
     // Read the index file first (its frontier and queue position), then the records and the queue:
     // their snapshot is then at least as new as the index's, so every record is in the index as it
     // is now, above the frontier, or queued beyond the position.
     const { rows: pos } = await sql<{ key: string; value: string }>`select key, value from text.meta
       where key in ('seq', 'frontier')`.execute(db);
     const at = (k: string) => Number(pos.find((p) => p.key === k)?.value ?? 0);
-    const { rows: unindexed } = await sql<{ rid: number }>`
-      select rowid as rid from records where rowid >= ${at('frontier')}
-      union select rid from records_text_queue where seq > ${at('seq')}
-      limit ${this.cap + 1}`.execute(db);
-    if (unindexed.length > this.cap) return out;
-    const blockCap = Math.floor((this.cap - unindexed.length) / BLOCK_ROWS);
+    const { rows: last } = await sql<{ max: number | null }>`select max(rowid) as max from records`.execute(
+      db,
+    );
+    const { rows: queued } = await sql<{ rid: number }>`
+      select distinct rid from records_text_queue where seq > ${at('seq')} limit ${this.cap + 1}`.execute(db);
+    const unindexed = new Set(queued.map((r) => blockOf(r.rid)));
+    for (let b = blockOf(at('frontier')); b <= blockOf(Number(last[0]?.max ?? 0)); b++) unindexed.add(b);
+    if (unindexed.size > maxBlocks || queued.length > this.cap) return out;
     for (const leaf of leaves) {
       const { caseSensitive } = leaf as { caseSensitive: boolean };
       const term = leaf.value as string;
       const match = foldedIndexServes(term, caseSensitive) ? termQuery(indexedColumn(leaf), term) : null;
       if (match === null) continue;
-      const blocks = new Set<number>();
+      const blocks = new Set(unindexed);
       for (const table of tables) {
         // The MATCH column is the table's own name, unqualified.
         const { rows } = await sql<{ rowid: number }>`select rowid from ${sql.table(table)} where ${sql.id(
           table.slice(table.indexOf('.') + 1),
-        )} match ${match} limit ${blockCap + 1}`.execute(db);
+        )} match ${match} limit ${maxBlocks + 1}`.execute(db);
         for (const r of rows) blocks.add(r.rowid);
-        if (blocks.size > blockCap) break;
+        if (blocks.size > maxBlocks) break;
       }
-      if (blocks.size > blockCap) continue;
-      const rowids = unindexed.map((r) => r.rid);
-      for (const b of blocks) for (let i = 0; i < BLOCK_ROWS; i++) rowids.push(b * BLOCK_ROWS + i);
-      out.set(leaf, rowids);
+      if (blocks.size <= maxBlocks)
+        out.set(
+          leaf,
+          [...blocks].sort((x, y) => x - y),
+        );
     }
     return out;
   }
