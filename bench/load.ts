@@ -11,8 +11,8 @@
  *   npm run bench:load -- --compare --seconds 30   # searches alone, ingestion alone, then both (issue 22, item 6)
  *   npm run bench:load -- --seconds 600            # a 10-minute soak: the private memory's trend
  *
- * --compare runs three phases of --seconds each on the same server: the searchers alone, the
- * ingesters alone (flat out: no pause between requests), then both; it prints the searches' p95
+ * --compare runs three phases of --seconds each on the same server: the ingesters alone (flat out:
+ * no pause between requests), the searchers alone over the data written, then both; it prints the searches' p95
  * under ingestion against alone (target at most 2×) and the ingestion rate beside searches against
  * alone (target at least 0.5×).
  * The workload follows the routes the server's /openapi.json lists: ingestion and record searches
@@ -317,8 +317,9 @@ async function main() {
       return { p95: percentile(searchTimes, 95), p50: percentile(searchTimes, 50), rate: records / secs };
     };
     if (args.compare) {
-      const alone = await phase(0, SEARCHERS);
+      // Ingestion first: the searches alone then run over the data they run over beside it.
       const ingestAlone = await phase(INGESTERS, 0);
+      const alone = await phase(0, SEARCHERS);
       const both = await phase(INGESTERS, SEARCHERS);
       const p95x = both.p95 / alone.p95;
       const ratex = both.rate / ingestAlone.rate;

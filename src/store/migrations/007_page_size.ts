@@ -1,5 +1,5 @@
-import { type Kysely, sql } from 'kysely';
-import { isPostgres } from './helpers.ts';
+import type { Kysely } from 'kysely';
+import { setSqlitePageSize } from './helpers.ts';
 
 /**
  * SQLite pages of 8 KiB instead of 32 KiB (002). Ids are random UUIDs, so each record a batch writes
@@ -15,25 +15,9 @@ import { isPostgres } from './helpers.ts';
  * it is made only while the database is small; a larger existing store keeps its page size (it works
  * the same, only its writes cost more) until an operator runs the same steps.
  */
-export const PAGE_SIZE = 8192;
+const PAGE_SIZE = 8192;
 const MAX_BYTES_TO_CONVERT = 256 * 1024 * 1024;
 
 export async function up(db: Kysely<any>): Promise<void> {
-  if (isPostgres(db)) return;
-  const size = Number((await sql<{ page_size: number }>`pragma page_size`.execute(db)).rows[0]?.page_size);
-  const count = Number(
-    (await sql<{ page_count: number }>`pragma page_count`.execute(db)).rows[0]?.page_count,
-  );
-  if (size === PAGE_SIZE || size * count > MAX_BYTES_TO_CONVERT) return;
-  // A negative cache_size (KiB) is turned into a page count for the page size of the moment: set it
-  // again after the change.
-  const cache = Number(
-    (await sql<{ cache_size: number }>`pragma cache_size`.execute(db)).rows[0]?.cache_size,
-  );
-  await sql`pragma journal_mode = delete`.execute(db);
-  await sql.raw(`pragma page_size = ${PAGE_SIZE}`).execute(db);
-  await sql`vacuum`.execute(db);
-  await sql`pragma journal_mode = wal`.execute(db);
-  const pages = cache < 0 ? cache : Math.max(1, Math.floor((cache * size) / PAGE_SIZE));
-  await sql.raw(`pragma cache_size = ${Math.trunc(pages)}`).execute(db);
+  await setSqlitePageSize(db, PAGE_SIZE, MAX_BYTES_TO_CONVERT);
 }
