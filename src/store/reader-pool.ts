@@ -19,6 +19,12 @@ export interface Reader {
   waiting: Map<number, Waiting>;
 }
 
+/**
+ * A reader answers one call at a time and keeps little between calls: a small young generation is
+ * enough (V8's default semi-spaces would add tens of MB per thread to the server's resident memory).
+ */
+const READER_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
 export class ReaderPool {
   private readers: Reader[] = [];
   private nextId = 1;
@@ -37,7 +43,7 @@ export class ReaderPool {
   }
 
   private spawn(): Reader {
-    const worker = startThread<ReaderData>('reader-thread.ts', { file: this.file });
+    const worker = startThread<ReaderData>('reader-thread.ts', { file: this.file }, READER_LIMITS);
     const reader: Reader = { worker, waiting: new Map() };
     worker.on('message', (msg: ReaderReply) => {
       const w = reader.waiting.get(msg.id);
