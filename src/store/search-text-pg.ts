@@ -56,13 +56,6 @@ export const TEXT_INDEX_JOB = 'text-index';
 /** Queue entries one indexing transaction takes. */
 export const PG_TEXT_BATCH = 2048;
 /**
- * While this process has ingest writes under way, the indexer pauses this many times as long as its
- * last batch took, so that ingestion keeps most of the database and of this process's thread.
- * Idle, it runs at full speed.
- */
-const BUSY_PAUSE = 1;
-
-/**
  * The integer that stands for trigram `gram` of `column` in blocks of `group`: the group and column
  * in the bits above the gram's, so that one GIN index serves every group and column and a lookup
  * for one group's blocks finds no other's.
@@ -127,10 +120,13 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
           blockNos.push(docs.length + 1);
         }
         const grams = builder.takeGrams();
-        const codes: number[] = [];
-        for (const column of ['input', 'output'] as const)
-          for (const g of grams[column]) codes.push(gramCode(group, column, g));
-        docs.push(`{${codes.join(',')}}`);
+        const input = gramCode(group, 'input', 0);
+        const output = gramCode(group, 'output', 0);
+        for (let i = 0; i < grams.input.length; i++) grams.input[i] += input;
+        for (let i = 0; i < grams.output.length; i++) grams.output[i] += output;
+        docs.push(
+          `{${grams.input.join(',')}${grams.input.length && grams.output.length ? ',' : ''}${grams.output.join(',')}}`,
+        );
         // Hashing takes this process's thread: let requests in between blocks.
         await yieldToLoop();
       }
@@ -195,8 +191,6 @@ export class PgTextIndexer implements TextIndexer {
 
   constructor(
     private readonly db: Kysely<any>,
-    /** Whether ingestion in this process is busy: the job then pauses between batches. */
-    private readonly busy: () => boolean = () => false,
     private readonly idleMs = 200,
   ) {}
 
@@ -210,12 +204,12 @@ export class PgTextIndexer implements TextIndexer {
     while (this.running) {
       let wait = this.idleMs;
       try {
-        const started = performance.now();
         // One process of those sharing the database indexes (the holder of the lease); the others
         // take over when it stops.
         if (!(await leasesOf(this.db).hold(TEXT_INDEX_JOB))) wait = this.idleMs * 5;
-        else if ((await indexQueuedPg(this.db)) > 0)
-          wait = this.busy() ? (performance.now() - started) * BUSY_PAUSE : 0;
+        // No pause between batches, ingestion or not: a batch costs the database and this process
+        // a small fraction of what ingesting its records did, and a paused indexer fell behind.
+        else if ((await indexQueuedPg(this.db)) > 0) wait = 0;
       } catch {
         wait = 1000;
       }
