@@ -168,13 +168,17 @@ export async function pendingPg(db: Kysely<any>): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Empties the index and queues every record with text again (repair), in one transaction. */
+/**
+ * Empties the index and queues every record with text again (repair), in one transaction: searches
+ * see either the old index or every record queued. The tables are emptied last, so that their lock
+ * (TRUNCATE's, which holds off searches) is held only until the commit.
+ */
 export async function requeueAllPg(db: Kysely<any>): Promise<void> {
   await db.transaction().execute(async (trx) => {
-    await sql`truncate text_blocks, text_block_records`.execute(trx);
     await sql`insert into records_text_queue (id)
       select id from records where input_text is not null or output_text is not null
       order by created_at desc`.execute(trx);
+    await sql`truncate text_blocks, text_block_records`.execute(trx);
   });
 }
 

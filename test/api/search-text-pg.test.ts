@@ -150,6 +150,16 @@ if (storesUnderTest().includes('postgres')) {
         await indexer.stop();
       }
       assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      // Repair: the index is emptied and every record queued again; searches stay exact.
+      await indexer.rebuild();
+      const { rows: left } = await sql`select 1 from text_block_records limit 1`.execute(db());
+      assert.deepEqual(left, []);
+      assert.ok((await indexer.pending()) >= 1);
+      assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      await indexer.drain();
+      assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      const { rows: back } = await sql`select 1 from text_block_records limit 1`.execute(db());
+      assert.equal(back.length, 1);
     });
 
     test('several processes index one queue while texts change: the index ends as the records are', async () => {
