@@ -230,28 +230,28 @@ function svg(stages: Stage[]): string {
   const xMax = Math.max(...xs);
   const panel = (ox: number, title: string, unit: string, series: { name: string; ys: number[] }[]) => {
     const yMax = Math.max(1, ...series.flatMap((s) => s.ys)) * 1.1;
-    const X = (x: number) => ox + pad.l + (x / xMax) * (W - pad.l - pad.r);
-    const Y = (y: number) => pad.t + (1 - y / yMax) * (H - pad.t - pad.b);
+    const xAt = (x: number) => ox + pad.l + (x / xMax) * (W - pad.l - pad.r);
+    const yAt = (y: number) => pad.t + (1 - y / yMax) * (H - pad.t - pad.b);
     const parts = [
       `<text x="${ox + W / 2}" y="18" text-anchor="middle" font-weight="bold">${title}</text>`,
-      `<line x1="${X(0)}" y1="${Y(0)}" x2="${X(xMax)}" y2="${Y(0)}" stroke="#333"/>`,
-      `<line x1="${X(0)}" y1="${Y(0)}" x2="${X(0)}" y2="${Y(yMax)}" stroke="#333"/>`,
+      `<line x1="${xAt(0)}" y1="${yAt(0)}" x2="${xAt(xMax)}" y2="${yAt(0)}" stroke="#333"/>`,
+      `<line x1="${xAt(0)}" y1="${yAt(0)}" x2="${xAt(0)}" y2="${yAt(yMax)}" stroke="#333"/>`,
       `<text x="${ox + 14}" y="${pad.t - 8}">${unit}</text>`,
     ];
     for (let k = 0; k <= 4; k++) {
       const y = (yMax / 4) * k;
       parts.push(
-        `<text x="${X(0) - 4}" y="${Y(y) + 4}" text-anchor="end">${y >= 100 ? Math.round(y) : y.toFixed(1)}</text>`,
+        `<text x="${xAt(0) - 4}" y="${yAt(y) + 4}" text-anchor="end">${y >= 100 ? Math.round(y) : y.toFixed(1)}</text>`,
       );
     }
     for (const x of xs)
-      parts.push(`<text x="${X(x)}" y="${H - pad.b + 16}" text-anchor="middle">${x / 1e6}M</text>`);
+      parts.push(`<text x="${xAt(x)}" y="${H - pad.b + 16}" text-anchor="middle">${x / 1e6}M</text>`);
     series.forEach((s, i) => {
       const c = colors[i % colors.length];
       parts.push(
-        `<polyline fill="none" stroke="${c}" stroke-width="2" points="${s.ys.map((y, j) => `${X(xs[j]).toFixed(1)},${Y(y).toFixed(1)}`).join(' ')}"/>`,
+        `<polyline fill="none" stroke="${c}" stroke-width="2" points="${s.ys.map((y, j) => `${xAt(xs[j]).toFixed(1)},${yAt(y).toFixed(1)}`).join(' ')}"/>`,
         ...s.ys.map(
-          (y, j) => `<circle cx="${X(xs[j]).toFixed(1)}" cy="${Y(y).toFixed(1)}" r="3" fill="${c}"/>`,
+          (y, j) => `<circle cx="${xAt(xs[j]).toFixed(1)}" cy="${yAt(y).toFixed(1)}" r="3" fill="${c}"/>`,
         ),
       );
     });

@@ -1,5 +1,6 @@
 /**
- * Trigram signatures for the SQLite text index (store/search-text.ts): which hashed trigrams of
+ * Trigram signatures for the text indexes (SQLite: store/search-text.ts; PostgreSQL:
+ * store/search-text-pg.ts): which hashed trigrams of
  * case-folded text occur in a block of records. A block holds each distinct trigram once, however
  * many records and occurrences carry it, so the index stores and merges a small fraction of what a
  * per-record trigram index would; a `contains` search reads the blocks that hold every trigram of its
@@ -7,8 +8,9 @@
  *
  * Trigrams are of UTF-16 code units of the folded text (a substring of a well-formed string is a
  * substring of its code units), hashed to GRAM_BITS bits: a collision can only add a block to a
- * search's candidates, never hide one. Each becomes a short ASCII token, prefixed by its column
- * (`i` input, `o` output) so that one document per block serves both columns.
+ * search's candidates, never hide one. On SQLite each becomes a short ASCII token, prefixed by its
+ * column (`i` input, `o` output) so that one document per block serves both columns; PostgreSQL
+ * takes the numbers themselves (`takeGrams`, `termGrams`) and stores them in an integer array.
  */
 import { foldCase } from './text.ts';
 
@@ -16,12 +18,21 @@ import { foldCase } from './text.ts';
 export const BLOCK_ROWS = 128;
 /** The block of a rowid (arithmetic, not shifts: rowids may pass 2^31). */
 export const blockOf = (rowid: number): number => Math.floor(rowid / BLOCK_ROWS);
-const GRAM_BITS = 22;
+/** Bits of a hashed trigram: its numbers are 0 to 2^GRAM_BITS - 1. */
+export const GRAM_BITS = 22;
 const GRAM_MASK = (1 << GRAM_BITS) - 1;
 /** Trigrams of a term a lookup asks for: a few spread over the term narrow as well as all of them. */
 const MAX_TERM_GRAMS = 8;
 
 export type TextColumn = 'input' | 'output';
+
+/** Groups of record types a search reads: each has blocks of its own (a search of traces reads no span's). */
+export const TEXT_GROUPS = ['session', 'trace', 'span'] as const;
+export type TextGroup = (typeof TEXT_GROUPS)[number];
+
+export function textGroup(type: string): TextGroup {
+  return type === 'session' ? 'session' : type === 'trace' ? 'trace' : 'span';
+}
 const PREFIX: Record<TextColumn, string> = { input: 'i', output: 'o' };
 
 function gramHash(a: number, b: number, c: number): number {
@@ -42,7 +53,7 @@ export class BlockGrams {
     input: new Uint8Array(1 << (GRAM_BITS - 3)),
     output: new Uint8Array(1 << (GRAM_BITS - 3)),
   };
-  private readonly grams: Record<TextColumn, number[]> = { input: [], output: [] };
+  private grams: Record<TextColumn, number[]> = { input: [], output: [] };
 
   get empty(): boolean {
     return this.grams.input.length === 0 && this.grams.output.length === 0;
@@ -69,19 +80,42 @@ export class BlockGrams {
     }
   }
 
-  /** The block's document (its tokens, space-separated), and a fresh start for the next block. */
-  take(): string {
-    const parts: string[] = [];
+  /** The block's distinct trigrams per column (in first-seen order), and a fresh start for the next block. */
+  takeGrams(): Record<TextColumn, number[]> {
+    const out = this.grams;
     for (const column of ['input', 'output'] as const) {
       const seen = this.seen[column];
-      for (const g of this.grams[column]) {
-        parts.push(PREFIX[column] + g.toString(36));
-        seen[g >>> 3] = 0;
-      }
-      this.grams[column] = [];
+      for (const g of out[column]) seen[g >>> 3] = 0;
     }
+    this.grams = { input: [], output: [] };
+    return out;
+  }
+
+  /** The block's document (its tokens, space-separated), and a fresh start for the next block. */
+  take(): string {
+    const grams = this.takeGrams();
+    const parts: string[] = [];
+    for (const column of ['input', 'output'] as const)
+      for (const g of grams[column]) parts.push(PREFIX[column] + g.toString(36));
     return parts.join(' ');
   }
+}
+
+/**
+ * The trigrams a lookup for blocks that may hold `term` asks for (up to MAX_TERM_GRAMS of them, spread
+ * over the term: a block holding the term holds them all), or null when the term is too short to
+ * narrow anything.
+ */
+export function termGrams(term: string): number[] | null {
+  const s = foldCase(term);
+  if (s.length < 3) return null;
+  const grams = new Set<number>();
+  for (let i = 2; i < s.length; i++)
+    grams.add(gramHash(s.charCodeAt(i - 2), s.charCodeAt(i - 1), s.charCodeAt(i)));
+  const list = [...grams];
+  if (list.length <= MAX_TERM_GRAMS) return list;
+  const step = (list.length - 1) / (MAX_TERM_GRAMS - 1);
+  return Array.from({ length: MAX_TERM_GRAMS }, (_, i) => list[Math.round(i * step)]);
 }
 
 /**
@@ -89,15 +123,6 @@ export class BlockGrams {
  * of its trigrams), or null when the term is too short to narrow anything.
  */
 export function termQuery(column: TextColumn, term: string): string | null {
-  const s = foldCase(term);
-  if (s.length < 3) return null;
-  const grams = new Set<number>();
-  for (let i = 2; i < s.length; i++)
-    grams.add(gramHash(s.charCodeAt(i - 2), s.charCodeAt(i - 1), s.charCodeAt(i)));
-  let list = [...grams];
-  if (list.length > MAX_TERM_GRAMS) {
-    const step = (list.length - 1) / (MAX_TERM_GRAMS - 1);
-    list = Array.from({ length: MAX_TERM_GRAMS }, (_, i) => list[Math.round(i * step)]);
-  }
-  return list.map((g) => PREFIX[column] + g.toString(36)).join(' AND ');
+  const grams = termGrams(term);
+  return grams ? grams.map((g) => PREFIX[column] + g.toString(36)).join(' AND ') : null;
 }

@@ -29,8 +29,8 @@ export interface Store {
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
   /**
-   * Ingest writes of this process under way; background work (the PostgreSQL text indexer, deletes)
-   * yields to them.
+   * Ingest writes of this process under way, for background work that should yield to them (none
+   * reads it now: the PostgreSQL text indexer no longer pauses for ingestion).
    */
   ingestsInFlight?: number;
   /** Called once the schema is migrated: starts background work that must not race migrations. */

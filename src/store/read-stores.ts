@@ -31,9 +31,8 @@ export function readStores(store: Store): ReadStores {
     };
   return {
     search: new PgSearch(store),
-    // The indexer job runs on the pool of the one process holding its lease (store/leases.ts); it
-    // yields to that process's ingestion.
-    textIndexer: new PgTextIndexer(store.db, () => (store.ingestsInFlight ?? 0) > 0),
+    // The indexer job runs on the pool of the one process holding its lease (store/leases.ts).
+    textIndexer: new PgTextIndexer(store.db),
     widgetCells: new PgWidgetCells(store, new PgTextCandidates()),
     catalogue,
   };

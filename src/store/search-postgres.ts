@@ -58,7 +58,7 @@ export class PgSearch implements SearchStore {
       .transaction()
       .setIsolationLevel('repeatable read')
       .setAccessMode('read only')
-      .execute(async (trx) => read(trx, await this.text.candidates(trx, q.tree)));
+      .execute(async (trx) => read(trx, await this.text.candidates(trx, q.tree, q.types)));
   }
 
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {

@@ -1,20 +1,45 @@
 /**
- * The PostgreSQL text index (migration 008): `records_text` (case-folded input and output with pg_trgm
- * GIN indexes) kept current from `records_text_queue`, which triggers fill in the writing transaction.
- * This indexes a batch: one statement (one transaction, one snapshot) takes queued entries that no
- * other indexer holds (SKIP LOCKED), deletes them, and writes the records' current text. A search
- * reading the GIN hits plus the queued records in one snapshot so sees every record either queued or
- * indexed as it is (PgTextCandidates).
+ * The PostgreSQL text index by blocks (migration 015), the design of SQLite's (search-text.ts): for
+ * each block of up to BLOCK_ROWS records of one record group, `text_blocks` holds the block's distinct
+ * hashed trigrams of case-folded input and output (domain/text-grams.ts) in an integer array with a
+ * GIN index, and `text_block_records` names each indexed record's block. A `contains` search reads
+ * the blocks whose array holds every trigram of its term, takes their records, and checks each
+ * exactly.
  *
- * Where two indexers hold entries of one record (it changed twice), the write of the later entry wins:
- * its indexer's snapshot holds the change that queued it, and a change after that is queued again.
- * Deleted records are skipped (their entries are dropped).
+ * Ingestion only queues records (`records_text_queue`, filled by triggers in the writing
+ * transaction, migration 008). The indexer takes a batch of queued entries that no other indexer
+ * holds (FOR UPDATE SKIP LOCKED) and, in one transaction, deletes them, reads the records' current
+ * text, hashes it in JavaScript into the batch's blocks (per group, 128 records each) and writes the
+ * blocks and the records' memberships. A search reading the blocks' records plus the queued ones in
+ * one snapshot so sees every record either queued or in a block holding its text as it is
+ * (PgTextCandidates).
+ *
+ * Why blocks: pg_trgm extracted every trigram of every record in the database, about 0.4 ms of its
+ * CPU per record with 1.7 KB of text, and kept a folded copy of the text. A block holds each distinct
+ * trigram once, so the database stores and merges a small fraction of the postings, and the hashing
+ * costs the indexing process a few microseconds per record.
+ *
+ * A record whose text changes is queued again and moves to a new block; its old block keeps the old
+ * text's grams, which only add candidates, and goes once no record is left in it. Indexing
+ * transactions take turns (an advisory lock per schema), so each sees the memberships it changes as
+ * they are; the membership of the later queue entry wins (`seq`) all the same. Deleted records are
+ * skipped; deleting records drops their memberships and the blocks left empty (statement trigger).
  *
  * Among processes sharing a database, the one holding the `text-index` lease runs the job.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
+import {
+  BLOCK_ROWS,
+  BlockGrams,
+  GRAM_BITS,
+  TEXT_GROUPS,
+  type TextColumn,
+  type TextGroup,
+  termGrams,
+  textGroup,
+} from '../domain/text-grams.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
-import { fold, likeContains } from '../query/sql-dialect.ts';
 import { leasesOf } from './leases.ts';
 import {
   type TextCandidateSource,
@@ -28,36 +53,113 @@ import type { DB } from './tables.ts';
 /** The lease of the indexing job (store/leases.ts). */
 export const TEXT_INDEX_JOB = 'text-index';
 
-/** Queue entries one indexing statement takes. */
-export const PG_TEXT_BATCH = 500;
+/** Queue entries one indexing transaction takes. */
+export const PG_TEXT_BATCH = 2048;
 /**
- * While this process has ingest writes under way, the indexer pauses this many times as long as its
- * last batch took: it then takes at most a quarter of one core of the database server, and ingestion
- * the rest. (Extracting trigrams costs about 0.4 ms of database CPU per record with 1.7 KB of text on
- * this machine, several times the insert itself; at full speed the indexer took a whole core from
- * ingestion.) Idle, it runs at full speed.
+ * The integer that stands for trigram `gram` of `column` in blocks of `group`: the group and column
+ * in the bits above the gram's, so that one GIN index serves every group and column and a lookup
+ * for one group's blocks finds no other's.
  */
-const BUSY_PAUSE = 3;
+export function gramCode(group: TextGroup, column: TextColumn, gram: number): number {
+  return (TEXT_GROUPS.indexOf(group) * 2 + (column === 'output' ? 1 : 0)) * 2 ** GRAM_BITS + gram;
+}
 
-/** Indexes up to `limit` queued entries; answers how many it took (0: none free). */
+type QueuedRow = {
+  id: string;
+  seq: string;
+  type: string | null;
+  input_text: string | null;
+  output_text: string | null;
+  old_block: string | null;
+  taken: number;
+};
+
+/** Indexes up to `limit` queued entries in one transaction; answers how many it took (0: none free). */
 export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Promise<number> {
-  const { rows } = await sql<{ taken: number }>`
-    with taken as (
-      delete from records_text_queue
-      where seq in (select seq from records_text_queue order by seq limit ${limit} for update skip locked)
-      returning seq, id
-    ), latest as (
-      select id, max(seq) as seq from taken group by id
-    ), indexed as (
-      insert into records_text as t (id, seq, input, output)
-      select r.id, l.seq, ${fold(sql`r.input_text`)}, ${fold(sql`r.output_text`)}
-      from latest l join records r on r.id = l.id
-      order by r.id
-      on conflict (id) do update set seq = excluded.seq, input = excluded.input, output = excluded.output
-      where t.seq < excluded.seq
-    )
-    select count(*)::int as taken from taken`.execute(db);
-  return Number(rows[0]?.taken ?? 0);
+  return db.transaction().execute(async (trx) => {
+    // One indexer at a time per schema (normally only the lease holder runs one): each then reads
+    // memberships no other indexer is changing, so it knows which blocks its moves leave empty.
+    await sql`select pg_advisory_xact_lock(hashtext(current_schema() || '.text_blocks'))`.execute(trx);
+    // One statement, one snapshot: the entries taken, each record's latest entry and current text,
+    // and the block it is in now (null: none, or deleted: type null).
+    const { rows } = await sql<QueuedRow>`
+      with taken as (
+        delete from records_text_queue
+        where seq in (select seq from records_text_queue order by seq limit ${limit} for update skip locked)
+        returning seq, id
+      ), latest as (
+        select id, max(seq) as seq from taken group by id
+      )
+      select l.id, l.seq, r.type, r.input_text, r.output_text, m.block as old_block,
+        (select count(*)::int from taken) as taken
+      from latest l left join records r on r.id = l.id left join text_block_records m on m.id = l.id
+      order by l.seq`.execute(trx);
+    if (!rows.length) return 0;
+    const byGroup = new Map<TextGroup, QueuedRow[]>();
+    for (const row of rows) {
+      if (row.type === null || (row.input_text === null && row.output_text === null)) continue;
+      const g = textGroup(row.type);
+      const list = byGroup.get(g);
+      if (list) list.push(row);
+      else byGroup.set(g, [row]);
+    }
+    // The blocks (their grams as array literals) and, per record, the number of its block.
+    const docs: string[] = [];
+    const ids: string[] = [];
+    const seqs: string[] = [];
+    const blockNos: number[] = [];
+    const builder = new BlockGrams();
+    for (const [group, list] of byGroup) {
+      for (let from = 0; from < list.length; from += BLOCK_ROWS) {
+        const block = list.slice(from, from + BLOCK_ROWS);
+        for (const row of block) {
+          builder.add('input', row.input_text);
+          builder.add('output', row.output_text);
+          ids.push(row.id);
+          seqs.push(row.seq);
+          blockNos.push(docs.length + 1);
+        }
+        const grams = builder.takeGrams();
+        const input = gramCode(group, 'input', 0);
+        const output = gramCode(group, 'output', 0);
+        for (let i = 0; i < grams.input.length; i++) grams.input[i] += input;
+        for (let i = 0; i < grams.output.length; i++) grams.output[i] += output;
+        docs.push(
+          `{${grams.input.join(',')}${grams.input.length && grams.output.length ? ',' : ''}${grams.output.join(',')}}`,
+        );
+        // Hashing takes this process's thread: let requests in between blocks.
+        await yieldToLoop();
+      }
+    }
+    const gone = new Set(rows.map((r) => r.old_block).filter((b) => b !== null) as string[]);
+    if (docs.length) {
+      const { rows: done } = await sql<{ written: number; blocks: string[] }>`
+        with b as (
+          select nextval('text_blocks_seq') as block, d.grams::integer[] as grams, d.n
+          from unnest(${docs}::text[]) with ordinality as d(grams, n)
+        ), blocks as (
+          insert into text_blocks (block, grams) select block, grams from b
+        ), members as (
+          insert into text_block_records as t (id, block, seq)
+          select m.id, b.block, m.seq
+          from unnest(${ids}::text[], ${blockNos}::bigint[], ${seqs}::bigint[]) as m(id, n, seq)
+          join b on b.n = m.n
+          where exists (select 1 from records r where r.id = m.id)
+          order by m.id
+          on conflict (id) do update set block = excluded.block, seq = excluded.seq
+          where t.seq < excluded.seq
+          returning 1
+        )
+        select (select count(*)::int from members) as written,
+          (select array_agg(block)::text[] from b) as blocks`.execute(trx);
+      // A record deleted since it was read leaves a block of this batch without it, maybe empty.
+      if (Number(done[0].written) < ids.length) for (const block of done[0].blocks) gone.add(String(block));
+    }
+    if (gone.size)
+      await sql`delete from text_blocks b where b.block = any(${[...gone]}::bigint[])
+        and not exists (select 1 from text_block_records m where m.block = b.block)`.execute(trx);
+    return Number(rows[0].taken);
+  });
 }
 
 /** Queue entries not yet indexed (including those an indexer holds right now). */
@@ -66,11 +168,18 @@ export async function pendingPg(db: Kysely<any>): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Queues every record with text again (repair): each is indexed afresh. */
+/**
+ * Empties the index and queues every record with text again (repair), in one transaction: searches
+ * see either the old index or every record queued. The tables are emptied last, so that their lock
+ * (TRUNCATE's, which holds off searches) is held only until the commit.
+ */
 export async function requeueAllPg(db: Kysely<any>): Promise<void> {
-  await sql`insert into records_text_queue (id)
-    select id from records where input_text is not null or output_text is not null
-    order by created_at desc`.execute(db);
+  await db.transaction().execute(async (trx) => {
+    await sql`insert into records_text_queue (id)
+      select id from records where input_text is not null or output_text is not null
+      order by created_at desc`.execute(trx);
+    await sql`truncate text_blocks, text_block_records`.execute(trx);
+  });
 }
 
 /**
@@ -86,8 +195,6 @@ export class PgTextIndexer implements TextIndexer {
 
   constructor(
     private readonly db: Kysely<any>,
-    /** Whether ingestion in this process is busy: the job then pauses between batches. */
-    private readonly busy: () => boolean = () => false,
     private readonly idleMs = 200,
   ) {}
 
@@ -101,12 +208,12 @@ export class PgTextIndexer implements TextIndexer {
     while (this.running) {
       let wait = this.idleMs;
       try {
-        const started = performance.now();
         // One process of those sharing the database indexes (the holder of the lease); the others
         // take over when it stops.
         if (!(await leasesOf(this.db).hold(TEXT_INDEX_JOB))) wait = this.idleMs * 5;
-        else if ((await indexQueuedPg(this.db)) > 0)
-          wait = this.busy() ? (performance.now() - started) * BUSY_PAUSE : 0;
+        // No pause between batches, ingestion or not: a batch costs the database and this process
+        // a small fraction of what ingesting its records did, and a paused indexer fell behind.
+        else if ((await indexQueuedPg(this.db)) > 0) wait = 0;
       } catch {
         wait = 1000;
       }
@@ -153,62 +260,60 @@ export class PgTextIndexer implements TextIndexer {
   }
 }
 
-/** The leaves of `indexedContainsLeaves` with a term of a trigram or more (and no NUL). */
+/** The leaves of `indexedContainsLeaves` whose term is long enough to narrow the blocks (a trigram). */
 export function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
-  return indexedContainsLeaves(tree).filter((l) => {
-    const term = l.value as string;
-    return Array.from(term).length >= 3 && !term.includes('\u0000');
-  });
+  return indexedContainsLeaves(tree).filter((l) => termGrams(l.value as string) !== null);
 }
 
 /**
  * PostgreSQL text candidates: for each `contains` leaf on an indexed column, the ids of the records
- * that may match: the trigram index's hits (`records_text`) plus every record queued for it. Leaves
- * whose term has fewer than 3 characters, or that hit more than `cap` records, get none (they scan);
- * so do all when more than that are queued. Must run in the page query's snapshot.
+ * that may match: the records of the blocks (of the groups of `types`, default all) holding every
+ * trigram of the term, plus every record queued for the index. Leaves the index cannot narrow (a
+ * term shorter than a trigram, or case-sensitive with a capital sigma), or that hit more than
+ * `cap` records, get none (they scan); so do all when more than that are queued. Must run in the
+ * page query's snapshot.
  */
 export class PgTextCandidates implements TextCandidateSource {
-  /** Whether the text index has its GIN indexes (pg_trgm was there; migration 008). */
-  private ready: Promise<boolean> | null = null;
-
   constructor(public cap = 20_000) {}
 
-  async candidates(db: Kysely<DB>, tree: FilterTree | null): Promise<Map<Leaf, string[]>> {
+  async candidates(
+    db: Kysely<DB>,
+    tree: FilterTree | null,
+    types?: readonly string[],
+  ): Promise<Map<Leaf, string[]>> {
     const out = new Map<Leaf, string[]>();
     const leaves = pgIndexableLeaves(tree);
     if (!leaves.length) return out;
-    this.ready ??= sql<{
-      found: boolean;
-    }>`select to_regclass('records_text_input_trgm') is not null as found`
-      .execute(db)
-      .then(
-        (r) => !!r.rows[0]?.found,
-        () => {
-          this.ready = null;
-          return false;
-        },
-      );
-    if (!(await this.ready)) return out;
     const cap = this.cap;
     const { rows: queuedRows } = await sql<{
       id: string;
     }>`select id from records_text_queue limit ${cap + 1}`.execute(db);
     if (queuedRows.length > cap) return out;
     const queued = [...new Set(queuedRows.map((r) => r.id))];
+    const groups = types?.length ? [...new Set(types.map(textGroup))] : [...TEXT_GROUPS];
     for (const leaf of leaves) {
       const term = leaf.value as string;
       if (!foldedIndexServes(term, (leaf as { caseSensitive: boolean }).caseSensitive)) continue;
-      const hit = sql`${sql.ref(indexedColumn(leaf))} like ${fold(sql`${likeContains(term)}::text`)}`;
-      // A term the planner expects in more records than the cap is common: scanning in sort order
-      // finds a page sooner than collecting the index's hits (a bitmap of every hit, each rechecked)
-      // only to learn there are too many.
-      const plan = await sql<{ 'QUERY PLAN': [{ Plan: { 'Plan Rows': number } }] }>`explain (format json)
-        select id from records_text where ${hit}`.execute(db);
-      if (Number(plan.rows[0]?.['QUERY PLAN'][0]?.Plan['Plan Rows']) > cap) continue;
-      const { rows } = await sql<{ id: string }>`select id from records_text where ${hit}
-        limit ${cap + 1 - queued.length}`.execute(db);
-      if (rows.length + queued.length > cap) continue;
-      out.set(leaf, [...rows.map((r) => r.id), ...queued]);
+      const grams = termGrams(term);
+      if (!grams) continue;
+      const column = indexedColumn(leaf);
+      const holds = sql.join(
+        groups.map((g) => sql`grams @> ${grams.map((x) => gramCode(g, column, x))}::integer[]`),
+        sql` or `,
+      );
+      // Every block holds a record or more: more blocks than the cap are more records than it.
+      const { rows: blocks } = await sql<{ block: string }>`select block from text_blocks where ${holds}
+        limit ${cap + 1}`.execute(db);
+      if (blocks.length + queued.length > cap) continue;
+      const found = blocks.length
+        ? (
+            await sql<{ id: string }>`select id from text_block_records
+              where block = any(${blocks.map((b) => b.block)}::bigint[])
+              limit ${cap + 1 - queued.length}`.execute(db)
+          ).rows
+        : [];
+      if (found.length + queued.length > cap) continue;
+      out.set(leaf, [...found.map((r) => r.id), ...queued]);
     }
     return out;
   }

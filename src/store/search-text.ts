@@ -24,7 +24,15 @@
 import path from 'node:path';
 import type SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
-import { BLOCK_ROWS, BlockGrams, blockOf, termQuery } from '../domain/text-grams.ts';
+import {
+  BLOCK_ROWS,
+  BlockGrams,
+  TEXT_GROUPS,
+  type TextGroup,
+  blockOf,
+  termQuery,
+  textGroup,
+} from '../domain/text-grams.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import {
   type TextCandidateSource,
@@ -34,17 +42,10 @@ import {
 } from './search-query.ts';
 import type { DB } from './tables.ts';
 
-/** The index tables: one per group of record types a search reads. */
-export const TEXT_GROUPS = ['session', 'trace', 'span'] as const;
-export type TextGroup = (typeof TEXT_GROUPS)[number];
 /** The layout of the index file; an index of another layout is dropped and built again. */
 const FORMAT = 'blocks-1';
 
-export function textGroup(type: string): TextGroup {
-  return type === 'session' ? 'session' : type === 'trace' ? 'trace' : 'span';
-}
-
-/** The index tables (schema-qualified) that cover records of `types` (all when not given). */
+/** The index tables (schema-qualified, one per record group) that cover records of `types` (all when not given). */
 export function textTables(types?: readonly string[]): string[] {
   const groups = types ? [...new Set(types.map(textGroup))] : [...TEXT_GROUPS];
   return groups.map((g) => `text.text_blocks_${g}`);

@@ -1,7 +1,7 @@
 /**
- * PostgreSQL text index (migration 008, store/search-text-pg.ts): ingestion only queues records; the
- * background indexer fills `records_text` shortly after; `contains` answers stay exact meanwhile. Runs
- * when SPANBASE_TEST_DATABASE_URL is set.
+ * PostgreSQL text index by blocks (migrations 008 and 015, store/search-text-pg.ts): ingestion only
+ * queues records; the background indexer puts them in blocks shortly after; `contains` answers stay
+ * exact meanwhile. Runs when SPANBASE_TEST_DATABASE_URL is set.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { validateFilterList } from '../../src/query/filters.ts';
 import { openStore } from '../../src/store/db.ts';
-import { PgTextIndexer, indexQueuedPg } from '../../src/store/search-text-pg.ts';
+import { type TextGroup, termGrams } from '../../src/domain/text-grams.ts';
+import { PgTextIndexer, gramCode, indexQueuedPg } from '../../src/store/search-text-pg.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { ingestTraces } from '../property/support.ts';
@@ -25,11 +26,20 @@ if (storesUnderTest().includes('postgres')) {
     after(() => s.close());
 
     const db = () => s.running.services.store.db;
+    /** The indexed records among `ids`, each with its block's grams. */
     const indexed = async (ids: string[]) =>
       (
-        await sql<{ id: string; input: string | null; output: string | null }>`
-          select id, input, output from records_text where id = any(${ids}::text[]) order by id`.execute(db())
+        await sql<{ id: string; block: string; grams: number[] }>`
+          select m.id, m.block, b.grams from text_block_records m join text_blocks b on b.block = m.block
+          where m.id = any(${ids}::text[]) order by m.id`.execute(db())
       ).rows;
+    /** Whether a block's grams hold every trigram of `term` in `column` (for records of `group`). */
+    const holds = (
+      grams: number[],
+      term: string,
+      column: 'input' | 'output' = 'input',
+      group: TextGroup = 'trace',
+    ) => termGrams(term)!.every((g) => grams.includes(gramCode(group, column, g)));
     const search = async (
       projectId: string,
       logStreamId: string,
@@ -65,13 +75,14 @@ if (storesUnderTest().includes('postgres')) {
       ];
       const expected = [['t0', 't1'], ['t0'], ['t0', 't2'], ['t2'], []];
       assert.deepEqual(await probe(), expected, 'before indexing');
-      // The records a search checks for a term: the index's hits and every queued record.
+      // The records a search of traces checks for a term: the index's hits and every queued record
+      // (not the session, whose input is that of one of its traces).
       const candidates = async (value: string) => {
         const tree = validateFilterList(
           [{ column_id: 'input', operator: 'contains', value, case_sensitive: false, type: 'text' }],
           ['body'],
         );
-        const found = await s.running.services.search.repo.text.candidates(db(), tree);
+        const found = await s.running.services.search.repo.text.candidates(db(), tree, ['trace']);
         return [...found.values()].flat().sort();
       };
       const queued = await candidates('BROWN');
@@ -81,21 +92,22 @@ if (storesUnderTest().includes('postgres')) {
       );
       await indexer.drain();
       assert.equal(await indexer.pending(), 0);
+      const rows = await indexed(ids);
       assert.deepEqual(
-        await indexed(ids),
-        [
-          { id: ids[0], input: 'the quick brown fox', output: 'jumps' },
-          { id: ids[1], input: 'quick silver', output: null },
-          { id: ids[2], input: 'slow brown dog', output: 'sleeps' },
-        ].sort((a, b) => (a.id < b.id ? -1 : 1)),
+        rows.map((r) => r.id),
+        [...ids].sort(),
       );
+      assert.equal(new Set(rows.map((r) => r.block)).size, 1, 'one block for the batch');
+      const { grams } = rows[0];
+      assert.ok(holds(grams, 'quick brown fox') && holds(grams, 'SILVER') && holds(grams, 'slow brown dog'));
+      assert.ok(holds(grams, 'jumps', 'output') && holds(grams, 'sleeps', 'output'));
+      assert.ok(!holds(grams, 'jumps') && !holds(grams, 'quick', 'output'), 'columns are apart');
+      assert.ok(!holds(grams, 'quick', 'input', 'span'), 'groups are apart');
+      assert.equal(new Set(grams).size, grams.length, 'each trigram once');
       assert.deepEqual(await probe(), expected, 'after indexing');
-      const hits = await candidates('BROWN');
-      assert.deepEqual(
-        ids.map((id) => hits.includes(id)),
-        [true, false, true],
-        'indexed: the hits only',
-      );
+      // Indexed: the records of the blocks holding the term's trigrams (here one block holds all three).
+      assert.deepEqual(await candidates('BROWN'), [...ids].sort(), 'indexed: the block of the hits');
+      assert.deepEqual(await candidates('nowhere at all'), [], 'indexed: no block holds it');
       // A changed text is queued again; searches see the new text at once, not the indexed one.
       const patch = await s.call('PATCH', `/v2/projects/${projectId}/traces/${ids[0]}`, {
         log_stream_id: logStreamId,
@@ -109,11 +121,20 @@ if (storesUnderTest().includes('postgres')) {
       await indexer.drain();
       assert.deepEqual(await search(projectId, logStreamId, 'quick'), ['t1']);
       assert.deepEqual(await search(projectId, logStreamId, 'longer'), ['t0']);
-      assert.equal((await indexed([ids[0]]))[0].input, 'no longer fast');
-      // Deleting the project deletes its records' index rows.
+      const moved = (await indexed([ids[0]]))[0];
+      assert.notEqual(moved.block, rows[0].block, 'a changed record moves to a new block');
+      assert.ok(holds(moved.grams, 'no longer fast'));
+      // The old block keeps the old text's grams: its records stay candidates (the exact check
+      // decides), the moved one is not.
+      assert.deepEqual(await candidates('brown fox'), [ids[1], ids[2]].sort());
+      // Deleting the project deletes its records' memberships and their blocks.
+      const blocks = [...new Set([...rows, moved].map((r) => r.block))];
       const del = await s.call('DELETE', `/v2/projects/${projectId}`);
       assert.equal(del.status, 200, del.text);
       assert.deepEqual(await indexed(ids), []);
+      const { rows: left } =
+        await sql`select block from text_blocks where block = any(${blocks}::bigint[])`.execute(db());
+      assert.deepEqual(left, [], 'blocks left without records go');
     });
 
     test('the background indexer catches up on its own', async () => {
@@ -129,6 +150,16 @@ if (storesUnderTest().includes('postgres')) {
         await indexer.stop();
       }
       assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      // Repair: the index is emptied and every record queued again; searches stay exact.
+      await indexer.rebuild();
+      const { rows: left } = await sql`select 1 from text_block_records limit 1`.execute(db());
+      assert.deepEqual(left, []);
+      assert.ok((await indexer.pending()) >= 1);
+      assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      await indexer.drain();
+      assert.deepEqual(await search(projectId, logStreamId, 'backgr'), ['bg']);
+      const { rows: back } = await sql`select 1 from text_block_records limit 1`.execute(db());
+      assert.equal(back.length, 1);
     });
 
     test('several processes index one queue while texts change: the index ends as the records are', async () => {
@@ -170,11 +201,16 @@ if (storesUnderTest().includes('postgres')) {
         writing = false;
         await Promise.all(work);
         await Promise.all(indexers.map((x) => x.drain()));
-        const { rows } = await sql<{ n: number }>`
-          select count(*)::int as n from records r left join records_text t on t.id = r.id
-          where r.run_id = ${logStreamId} and r.input_text is not null
-            and t.input is distinct from lower(r.input_text)`.execute(db());
-        assert.equal(rows[0].n, 0, 'every record is indexed with its current text');
+        const { rows } = await sql<{ id: string; input_text: string; grams: number[] | null }>`
+          select r.id, r.input_text, b.grams from records r
+          left join text_block_records m on m.id = r.id left join text_blocks b on b.block = m.block
+          where r.id = any(${ids}::text[])`.execute(db());
+        assert.equal(rows.length, ids.length);
+        const stale = rows.filter((r) => !r.grams || !holds(r.grams, r.input_text));
+        assert.deepEqual(stale, [], 'every record is in a block holding its current text');
+        const { rows: empty } = await sql`select block from text_blocks b
+          where not exists (select 1 from text_block_records m where m.block = b.block)`.execute(db());
+        assert.deepEqual(empty, [], 'no block is left without records');
         assert.deepEqual(await search(projectId, logStreamId, 'third 299'), ['n299']);
         assert.deepEqual(await search(projectId, logStreamId, 'second'), []);
       } finally {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BlockGrams, blockOf, termQuery } from '../../src/domain/text-grams.ts';
+import { BlockGrams, blockOf, termGrams, termQuery } from '../../src/domain/text-grams.ts';
 
 /** The tokens of a block document, as a set. */
 const tokens = (doc: string) => new Set(doc.split(' ').filter(Boolean));
@@ -64,5 +64,33 @@ describe('trigram block documents', () => {
     assert.equal(blockOf(127), 0);
     assert.equal(blockOf(128), 1);
     assert.equal(blockOf(2 ** 33 + 5), 2 ** 26);
+  });
+
+  test('the numbers (PostgreSQL) are the tokens (SQLite): takeGrams and termGrams', () => {
+    const a = new BlockGrams();
+    const b = new BlockGrams();
+    for (const g of [a, b]) {
+      g.add('input', 'Ünïcode ΣΑΣ text');
+      g.add('output', 'other words');
+    }
+    const grams = a.takeGrams();
+    const doc = b.take();
+    assert.equal(
+      doc,
+      [
+        ...grams.input.map((g) => `i${g.toString(36)}`),
+        ...grams.output.map((g) => `o${g.toString(36)}`),
+      ].join(' '),
+    );
+    assert.equal(a.empty, true);
+    assert.equal(
+      termQuery('output', 'WORDS'),
+      termGrams('WORDS')!
+        .map((g) => `o${g.toString(36)}`)
+        .join(' AND '),
+    );
+    assert.ok(termGrams('words')!.every((g) => grams.output.includes(g)));
+    assert.equal(termGrams('ab'), null);
+    assert.equal(termGrams('abcdefghijklmnopqrstuvwxyz')!.length, 8);
   });
 });

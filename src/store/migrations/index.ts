@@ -13,6 +13,7 @@ import * as annotations from './012_annotations.ts';
 import * as lifecycle from './013_lifecycle.ts';
 import * as consoleSessions from './011_console_sessions.ts';
 import * as metadataIndex from './014_metadata_index.ts';
+import * as pgTextBlocks from './015_pg_text_blocks.ts';
 import * as pageSize16k from './016_page_size_16k.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
@@ -31,5 +32,6 @@ export const migrations: Record<string, Migration> = {
   '013_lifecycle': lifecycle,
   '011_console_sessions': consoleSessions,
   '014_metadata_index': metadataIndex,
+  '015_pg_text_blocks': pgTextBlocks,
   '016_page_size_16k': pageSize16k,
 };
