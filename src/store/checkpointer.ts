@@ -20,14 +20,17 @@
  */
 import { startThread } from './threads.ts';
 
-/** Pages (8 KiB) the writer lets the WAL reach before it checkpoints itself (safety net). */
-export const WRITER_AUTOCHECKPOINT_PAGES = 65536;
+/** Bytes the writer lets the WAL reach before it checkpoints itself (safety net). */
+export const WRITER_AUTOCHECKPOINT_BYTES = 512 * 1024 * 1024;
+/** The safety net in pages of the database's page size (the pragma counts pages). */
+export const writerAutocheckpointPages = (pageSize: number) =>
+  Math.ceil(WRITER_AUTOCHECKPOINT_BYTES / pageSize);
 /**
  * The size (bytes) past which the writer cuts its WAL file back when it starts it over: twice the
  * safety net, as the WAL overshoots it at times (580 MiB seen) and a file cut back to exactly the
  * safety net then grows again (600,000 records: 17,600–19,000 records/s against 18,500–19,500).
  */
-export const WRITER_JOURNAL_SIZE_LIMIT = 2 * WRITER_AUTOCHECKPOINT_PAGES * 8192;
+export const WRITER_JOURNAL_SIZE_LIMIT = 2 * WRITER_AUTOCHECKPOINT_BYTES;
 
 export interface Checkpointer {
   stop(): Promise<void>;

@@ -9,8 +9,8 @@ import { foldCase } from '../domain/text.ts';
 import {
   type Checkpointer,
   type CheckpointerOptions,
-  WRITER_AUTOCHECKPOINT_PAGES,
   WRITER_JOURNAL_SIZE_LIMIT,
+  writerAutocheckpointPages,
   startCheckpointer,
 } from './checkpointer.ts';
 import type { Dialect } from '../query/sql-dialect.ts';
@@ -112,7 +112,9 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   let checkpointer: Checkpointer | null = null;
   const migrated = () => {
     if (!opts.checkpointer || handle.memory || checkpointer) return;
-    handle.pragma(`wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`);
+    handle.pragma(
+      `wal_autocheckpoint = ${writerAutocheckpointPages(Number(handle.pragma('page_size', { simple: true })))}`,
+    );
     // The writer's page cache mostly holds index pages written at random (ids are random): past a few
     // hundred thousand records they outgrow any cache a 500 MB process can afford, and a page missed
     // here is read from the operating system's cache. 32 MiB keeps the server's peak RSS bounded.

@@ -5,8 +5,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import {
   type CheckpointerOptions,
-  WRITER_AUTOCHECKPOINT_PAGES,
   WRITER_JOURNAL_SIZE_LIMIT,
+  writerAutocheckpointPages,
 } from '../../src/store/checkpointer.ts';
 import { openSqlite } from '../../src/store/db.ts';
 
@@ -36,7 +36,10 @@ function writer(t: { after(fn: () => unknown): void }, checkpointer: true | Chec
 test('the checkpoint thread copies committed pages into the database file, off the writer', async (t) => {
   const { file, h } = writer(t, true);
   // The writer's own checkpoint is only a safety net far above what this test writes.
-  assert.equal(h.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
+  assert.equal(
+    h.pragma('wal_autocheckpoint', { simple: true }),
+    writerAutocheckpointPages(Number(h.pragma('page_size', { simple: true }))),
+  );
   const before = fs.statSync(file).size;
   // About 4 MiB in a few commits: far below the safety net, so only the thread can move it.
   const insert = h.prepare('insert into t (v) values (randomblob(4096))');
