@@ -31,6 +31,10 @@ const { values: args } = parseArgs({
     loads: { type: 'string', default: '20' },
     port: { type: 'string' },
     'database-url': { type: 'string' },
+    /** Print one warm load's timeline: navigation, each request (start → end), widgets drawn. */
+    waterfall: { type: 'boolean', default: false },
+    /** Write a CPU profile of one warm load to this file (.cpuprofile: Chrome DevTools opens it). */
+    profile: { type: 'string' },
   },
 });
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
@@ -110,19 +114,58 @@ async function textIndexed(server: { url: string }) {
   console.log(`  (text index up to date after ${((performance.now() - started) / 1000).toFixed(1)} s more)`);
 }
 
-/** Milliseconds since navigation, on the first frame where every widget of the dashboard is drawn. */
+/**
+ * Milliseconds since navigation, on the first frame where every widget of the dashboard is drawn:
+ * the page's clock read by the check itself in that frame (reading it afterwards would add a round
+ * trip from Node to the page).
+ */
 async function drawnAt(page: Page, widgets: number): Promise<number> {
-  await page.waitForFunction(
+  const handle = await page.waitForFunction(
     (n) =>
       document.querySelector('.dashboard[data-data-ready="true"]') !== null &&
       document.querySelectorAll('[data-widget-id]').length === n &&
       document.querySelectorAll('.chart[data-drawn="true"]').length === 2 &&
       document.querySelector('[data-widget-type="number"] .figure') !== null &&
-      document.querySelector('[data-widget-type="table"] tbody tr') !== null,
+      document.querySelector('[data-widget-type="table"] tbody tr') !== null &&
+      performance.now(),
     widgets,
     { polling: 'raf', timeout: 120_000 },
   );
-  return page.evaluate(() => performance.now());
+  return (await handle.jsonValue()) as number;
+}
+
+/**
+ * One more warm load, printed as a timeline from navigation: the document, every request the page
+ * made (start → response end) and the moment every widget is drawn. Where the page's time goes.
+ */
+async function waterfall(page: Page, url: string) {
+  await page.goto(url);
+  const drawn = await drawnAt(page, WIDGETS.length);
+  const entries = (await page.evaluate(() => [
+    ...(performance.getEntriesByType('navigation' as 'resource') as unknown as ResourceEntry[]).map((e) => ({
+      name: '(document)',
+      startTime: e.startTime,
+      responseEnd: e.responseEnd,
+    })),
+    ...(performance.getEntriesByType('resource') as unknown as ResourceEntry[]).map((e) => ({
+      name: e.name,
+      startTime: e.startTime,
+      responseEnd: e.responseEnd,
+    })),
+    ...(performance.getEntriesByType('mark') as unknown as ResourceEntry[]).map((e) => ({
+      name: `mark ${e.name}`,
+      startTime: e.startTime,
+      responseEnd: e.startTime,
+    })),
+  ])) as { name: string; startTime: number; responseEnd: number }[];
+  entries.push({ name: 'every widget drawn', startTime: drawn, responseEnd: drawn });
+  entries.sort((a, b) => a.startTime - b.startTime);
+  console.log('\n   one warm load, ms from navigation (start → end):');
+  for (const e of entries) {
+    const name = e.name.replace(/^https?:\/\/[^/]+/, '').replace(/[0-9a-f]{32}/g, '…');
+    const span = e.responseEnd > e.startTime ? `→ ${e.responseEnd.toFixed(0).padStart(5)}` : '';
+    console.log(`   ${e.startTime.toFixed(0).padStart(5)} ${span.padEnd(8)} ${name}`);
+  }
 }
 
 /** JS and CSS a fresh page loads until `ready`, gzipped. */
@@ -209,6 +252,19 @@ async function main() {
       overhead.push(total - query.duration);
       sentAt.push(query.start);
       afterAnswer.push(total - query.end);
+    }
+    if (args.waterfall) await waterfall(page, url);
+    if (args.profile) {
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+      await cdp.send('Profiler.start');
+      await page.goto(url);
+      await drawnAt(page, WIDGETS.length);
+      const { profile } = await cdp.send('Profiler.stop');
+      fs.writeFileSync(args.profile, JSON.stringify(profile));
+      await cdp.detach();
+      console.log(`\n   CPU profile of one warm load written to ${args.profile}`);
     }
     const direct: number[] = [];
     for (let i = 0; i < LOADS + 2; i++) {
