@@ -26,6 +26,7 @@ import {
 } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
 import { FieldErrors } from '../lib/field-errors.ts';
+import { dashboardQueryRequest, dashboardRequest } from '../lib/requests.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
 
@@ -56,15 +57,17 @@ export function DashboardPage() {
   const navigate = useNavigate();
   const trends = trendsPath(projectId, runId);
   const base = runBase(projectId, 'log_streams', runId);
-  const loaded = useApi(`dashboard/${dashboardId}`, () => get<Dashboard>(`${trends}/${dashboardId}`));
+  const dashboardReq = dashboardRequest(projectId, runId, dashboardId);
+  const loaded = useApi(dashboardReq.key, dashboardReq.load);
   const [local, setLocal] = useState<Dashboard | null>(null);
   const d = local?.id === dashboardId ? local : loaded.data;
   const [settingsErrors, setSettingsErrors] = useState(FieldErrors.none);
   const [failure, setFailure] = useState<Error | null>(null);
   const [editing, setEditing] = useState<Editing | null>(null);
 
-  // The query needs only the dashboard's id: it is sent with the dashboard's GET, not after it, and
-  // again when a change alters what it computes (not for a move, a rename or a favourite).
+  // The query needs only the dashboard's id: it is sent with the dashboard's GET, not after it (the
+  // route's loader starts both while this page's code loads), and again when a change alters what it
+  // computes (not for a move, a rename or a favourite).
   const [dataVersion, setDataVersion] = useState(0);
   const computedFor = useRef<string | null>(null);
   // Before paint, so that no frame shows the old data as current.
@@ -74,9 +77,8 @@ export function DashboardPage() {
     if (computedFor.current !== null && computedFor.current !== k) setDataVersion((v) => v + 1);
     computedFor.current = k;
   }, [d]);
-  const data = useApi(`${dashboardId}/${dataVersion}`, () =>
-    post<DashboardData>(`${trends}/${dashboardId}/query`, {}),
-  );
+  const queryReq = dashboardQueryRequest(projectId, runId, dashboardId, dataVersion);
+  const data = useApi(queryReq.key, queryReq.load);
   // A dashboard counts every record type: its choices are the columns of all three tables. Asked
   // once the query has answered, so as not to slow it down.
   const catalogues = useApi(data.data || data.error ? `columns/all/${runId}` : null, async () => {
