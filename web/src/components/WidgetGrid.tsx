@@ -1,4 +1,4 @@
-import { type ReactNode, useMemo } from 'react';
+import { type ReactNode, memo, useMemo } from 'react';
 import { GridLayout, type Layout, useContainerWidth } from 'react-grid-layout';
 import 'react-grid-layout/css/styles.css';
 import type { Widget } from '../lib/api-types.ts';
@@ -12,9 +12,10 @@ const NARROW = 720;
 /**
  * One grid of widgets (the dashboard's, or a section's) placed from layout_map; a widget is dragged
  * by its title bar and resized from its corner, and the new places are saved (a viewer's attempt
- * is refused by the API, and the page says so).
+ * is refused by the API, and the page says so). Memoised: the page re-renders it only when its
+ * widgets, their places or what they draw change.
  */
-export function WidgetGrid({
+export const WidgetGrid = memo(function WidgetGrid({
   widgets,
   layoutMap,
   onLayout,
@@ -69,4 +70,4 @@ export function WidgetGrid({
       )}
     </div>
   );
-}
+});

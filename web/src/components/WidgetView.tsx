@@ -1,15 +1,27 @@
 import { useMemo } from 'react';
-import { Link } from 'react-router';
 import type { DashboardData, Widget } from '../lib/api-types.ts';
 import { type WidgetSeries, colourOf, formatValue, groupLabel } from '../lib/dashboard-view.ts';
 import { SeriesChart } from './SeriesChart.tsx';
 
 type Data = DashboardData;
 
+/** A bucket's start as the table shows it (one formatter: toLocaleString makes one per call). */
+const BUCKET_TIME = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric',
+  month: 'numeric',
+  day: 'numeric',
+  hour: 'numeric',
+  minute: 'numeric',
+  second: 'numeric',
+});
+
 /**
  * One widget's computed data: a line or bar chart per bucket with one series per group, a big
  * number per group, or a table of buckets by groups. Every value is also in the page as a data
  * attribute (data-values on the legend, data-value on numbers and cells) for tests and tools.
+ *
+ * The links to a group's or a bucket's records are plain anchors (a table has one per cell): the
+ * page handles their clicks in one place (lib/use-plain-links.ts).
  */
 export function WidgetView({
   widget,
@@ -33,9 +45,9 @@ export function WidgetView({
               {fmt(s.total)}
             </output>
             {data.group_by && (
-              <Link to={hrefOf(null, s.group)} className="figure-group" style={{ borderColor: colourOf(i) }}>
+              <a href={hrefOf(null, s.group)} className="figure-group" style={{ borderColor: colourOf(i) }}>
                 {groupLabel(s.group)}
-              </Link>
+              </a>
             )}
           </li>
         ))}
@@ -68,7 +80,7 @@ export function Legend({
           data-total={s.total === null ? '' : String(s.total)}
         >
           <span className="swatch" style={{ background: colourOf(i) }} aria-hidden="true" />
-          <Link to={hrefOf(null, s.group)}>{grouped ? groupLabel(s.group) : 'All records'}</Link>
+          <a href={hrefOf(null, s.group)}>{grouped ? groupLabel(s.group) : 'All records'}</a>
           {s.total !== null && <span className="muted"> {fmt(s.total)}</span>}
         </li>
       ))}
@@ -115,7 +127,7 @@ function SeriesTable({
   fmt: (v: number | null | undefined) => string;
   hrefOf: (bucket: number | null, group: unknown) => string;
 }) {
-  const time = (b: number) => new Date(b * 1000).toLocaleString();
+  const time = (b: number) => BUCKET_TIME.format(b * 1000);
   return (
     <div className="widget-table">
       <table className="table compact">
@@ -134,7 +146,7 @@ function SeriesTable({
             <th scope="row">Whole range</th>
             {series.map((s) => (
               <td key={groupLabel(s.group)} className="num" data-value={s.total ?? ''}>
-                <Link to={hrefOf(null, s.group)}>{fmt(s.total)}</Link>
+                <a href={hrefOf(null, s.group)}>{fmt(s.total)}</a>
               </td>
             ))}
           </tr>
@@ -143,7 +155,7 @@ function SeriesTable({
               <th scope="row">{time(b)}</th>
               {series.map((s) => (
                 <td key={groupLabel(s.group)} className="num" data-value={s.values[i] ?? ''}>
-                  {s.values[i] === null ? '–' : <Link to={hrefOf(b, s.group)}>{fmt(s.values[i])}</Link>}
+                  {s.values[i] === null ? '–' : <a href={hrefOf(b, s.group)}>{fmt(s.values[i])}</a>}
                 </td>
               ))}
             </tr>

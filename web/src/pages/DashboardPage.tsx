@@ -3,7 +3,7 @@
  * then each section under its coloured heading), and the forms that add and edit widgets and
  * sections. Loaded on demand with the charting code (routes.tsx), so the record pages stay small.
  */
-import { useCallback, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { DashboardSettings, SETTINGS_FIELDS } from '../components/DashboardSettings.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -19,13 +19,14 @@ import {
   type Catalogues,
   type Cell,
   dataOf,
-  drillDownHref,
+  drillDowns,
   formatValue,
   mergedColumns,
   withCells,
 } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
 import { FieldErrors } from '../lib/field-errors.ts';
+import { usePlainLinks } from '../lib/use-plain-links.ts';
 import { dashboardQueryRequest, dashboardRequest } from '../lib/requests.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
@@ -124,34 +125,53 @@ export function DashboardPage() {
     saveDashboard(trends, dashboardId, { layout_map }).catch((err: Error) => setFailure(err));
   };
 
-  const hrefOf = useCallback(
-    (bucket: number | null, group: unknown) =>
-      d && data.data ? drillDownHref(base, d, data.data, bucket, group, catalogues.data ?? {}) : base,
-    [d, data.data, base, catalogues.data],
+  // The widgets re-render only when what they show changes (the data, the links, the dashboard),
+  // not for the page's other state (the column lists loading, a form opening): the callbacks they
+  // get keep their identity and read the page's latest state through a ref.
+  const latest = useRef({ act, saveLayout });
+  latest.current = { act, saveLayout };
+  const onLayout = useCallback((cells: Cell[]) => latest.current.saveLayout(cells), []);
+  const editWidget = useCallback(
+    (w: Widget) => setEditing({ kind: 'widget', widget: w, sectionId: w.section_id }),
+    [],
   );
+  const removeWidget = useCallback(
+    (w: Widget) => {
+      if (window.confirm(`Delete the widget "${w.name}"?`))
+        latest.current.act(() => del(`${trends}/${dashboardId}/widgets/${w.id}`)).catch(() => {});
+    },
+    [trends, dashboardId],
+  );
+  const filterKey = JSON.stringify(d?.filter_tree ?? null);
+  const groupBy = d?.group_by ?? null;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the links depend on the dashboard's filter and group only (filterKey, groupBy), not on its name or layout
+  const hrefOf = useMemo(
+    () =>
+      d && data.data
+        ? drillDowns(base, d, data.data, catalogues.data ?? {})
+        : (_bucket: number | null, _group: unknown) => base,
+    [filterKey, groupBy, data.data, base, catalogues.data],
+  );
+  const plainLinks = usePlainLinks();
 
   const sections = d?.sections ?? [];
-  const renderWidget = (w: Widget) => (
-    <WidgetCard
-      widget={w}
-      data={data.data}
-      stale={!data.fresh}
-      hrefOf={hrefOf}
-      open={(href) => navigate(href)}
-      edit={() => setEditing({ kind: 'widget', widget: w, sectionId: w.section_id })}
-      remove={() => {
-        if (window.confirm(`Delete the widget "${w.name}"?`))
-          act(() => del(`${trends}/${dashboardId}/widgets/${w.id}`)).catch(() => {});
-      }}
-    />
+  const stale = !data.fresh;
+  const renderWidget = useCallback(
+    (w: Widget) => (
+      <WidgetCard
+        widget={w}
+        data={data.data}
+        stale={stale}
+        hrefOf={hrefOf}
+        open={navigate}
+        edit={editWidget}
+        remove={removeWidget}
+      />
+    ),
+    [data.data, stale, hrefOf, navigate, editWidget, removeWidget],
   );
   const grid = (widgets: Widget[]) => (
-    <WidgetGrid
-      widgets={widgets}
-      layoutMap={d?.layout_map ?? {}}
-      onLayout={saveLayout}
-      render={renderWidget}
-    />
+    <WidgetGrid widgets={widgets} layoutMap={d?.layout_map ?? {}} onLayout={onLayout} render={renderWidget} />
   );
 
   const allWidgets = d ? [...d.widgets, ...sections.flatMap((s) => s.widgets)] : [];
@@ -168,7 +188,15 @@ export function DashboardPage() {
       {loaded.error && <ErrorNote error={loaded.error} retry={loaded.reload} />}
       {!d && !loaded.error && <Loading what="the dashboard" />}
       {d && (
-        <div className="dashboard" data-dashboard-id={d.id} data-data-ready={drawn ? 'true' : 'false'}>
+        // Clicks on the widgets' plain links (legends, tables, figures) navigate within the console.
+        // biome-ignore lint/a11y/useKeyWithClickEvents: the clicks are the links' own (Enter on a link clicks it)
+        // biome-ignore lint/a11y/noStaticElementInteractions: as above: the element only passes its links' clicks on
+        <div
+          className="dashboard"
+          data-dashboard-id={d.id}
+          data-data-ready={drawn ? 'true' : 'false'}
+          onClick={plainLinks}
+        >
           <div className="section-head">
             <h1>{d.name}</h1>
             <button
@@ -305,7 +333,7 @@ export function DashboardPage() {
   );
 }
 
-function WidgetCard({
+const WidgetCard = memo(function WidgetCard({
   widget,
   data,
   stale,
@@ -319,8 +347,8 @@ function WidgetCard({
   stale: boolean;
   hrefOf: (bucket: number | null, group: unknown) => string;
   open: (href: string) => void;
-  edit: () => void;
-  remove: () => void;
+  edit: (w: Widget) => void;
+  remove: (w: Widget) => void;
 }) {
   const computed = dataOf(data, widget.id);
   const series = useMemo(() => computed?.series ?? [], [computed]);
@@ -339,10 +367,20 @@ function WidgetCard({
           {AGGREGATION_LABELS[widget.aggregation] ?? widget.aggregation} of {widget.metric}
         </span>
         <span className="spacer" />
-        <button type="button" className="icon-button" onClick={edit} aria-label={`Edit ${widget.name}`}>
+        <button
+          type="button"
+          className="icon-button"
+          onClick={() => edit(widget)}
+          aria-label={`Edit ${widget.name}`}
+        >
           ✎
         </button>
-        <button type="button" className="icon-button" onClick={remove} aria-label={`Delete ${widget.name}`}>
+        <button
+          type="button"
+          className="icon-button"
+          onClick={() => remove(widget)}
+          aria-label={`Delete ${widget.name}`}
+        >
           ×
         </button>
       </header>
@@ -365,4 +403,4 @@ function WidgetCard({
       </div>
     </article>
   );
-}
+});
