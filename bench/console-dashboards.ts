@@ -11,6 +11,7 @@
  *
  *   npm run bench:console-dashboards                               # SQLite, 1,000,000 records
  *   npm run bench:console-dashboards -- --records 100000 --loads 20
+ *   npm run bench:console-dashboards -- --records 20000 --interval-mins 1   # as many buckets as 1M hourly
  *   npm run bench:console-dashboards -- --store postgres
  *
  * The records are ingested over HTTP before any clock starts (bench:ingest measures that).
@@ -29,17 +30,25 @@ const { values: args } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
     records: { type: 'string', default: '1000000' },
     loads: { type: 'string', default: '20' },
+    /**
+     * The dashboard's interval. 1,000,000 records span about 390 hours (389 hourly buckets); 20,000
+     * span 8 hours, so 1-minute buckets give small data a page as large to draw.
+     */
+    'interval-mins': { type: 'string', default: '60' },
     port: { type: 'string' },
     'database-url': { type: 'string' },
     /** Print one warm load's timeline: navigation, each request (start → end), widgets drawn. */
     waterfall: { type: 'boolean', default: false },
     /** Write a CPU profile of one warm load to this file (.cpuprofile: Chrome DevTools opens it). */
     profile: { type: 'string' },
+    /** Save a screenshot of the drawn dashboard to this file (PNG). */
+    screenshot: { type: 'string' },
   },
 });
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
 const RECORDS = Number(args.records);
 const LOADS = Math.max(1, Number(args.loads));
+const INTERVAL_MINS = Math.max(1, Number(args['interval-mins']));
 const PORT = Number(args.port ?? (STORE === 'sqlite' ? 18610 : 18611));
 const DB_URL =
   args['database-url'] ??
@@ -188,8 +197,9 @@ async function main() {
   await ensureConsoleBuilt();
   if (STORE === 'postgres') await createPgSchema(DB_URL, SCHEMA);
   const server = await startChildServer({ port: PORT, store: STORE, databaseUrl: DB_URL, pgSchema: SCHEMA });
-  const browser = await launchChromium();
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   try {
+    browser = await launchChromium();
     console.log(`console dashboards bench [${STORE}], ${RECORDS} records, ${LOADS} loads`);
     const p = await call(server, 'POST', '/v2/projects', { name: `console-dash-bench-${Date.now()}` });
     const ls = await call(server, 'POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'bench' });
@@ -203,7 +213,7 @@ async function main() {
       name: 'bench',
       start_time: T0,
       end_time: T0 + span,
-      interval_mins: 60,
+      interval_mins: INTERVAL_MINS,
       group_by: 'model',
     });
     if (d.status !== 200) throw new Error(`dashboard: ${JSON.stringify(d.body)}`);
@@ -213,7 +223,7 @@ async function main() {
     }
     const probe = await call(server, 'POST', `${trends}/${d.body.id}/query`, {});
     console.log(
-      `  dashboard: ${probe.body.buckets.length} hourly buckets, ${probe.body.groups.length} groups (model), 4 widgets`,
+      `  dashboard: ${probe.body.buckets.length} buckets of ${INTERVAL_MINS} minutes, ${probe.body.groups.length} groups (model), 4 widgets`,
     );
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -254,6 +264,11 @@ async function main() {
       afterAnswer.push(total - query.end);
     }
     if (args.waterfall) await waterfall(page, url);
+    if (args.screenshot) {
+      await page.goto(url);
+      await drawnAt(page, WIDGETS.length);
+      await page.screenshot({ path: args.screenshot, fullPage: true });
+    }
     if (args.profile) {
       const cdp = await context.newCDPSession(page);
       await cdp.send('Profiler.enable');
@@ -297,7 +312,7 @@ async function main() {
     );
     await context.close();
   } finally {
-    await browser.close();
+    await browser?.close();
     await server.stop();
     if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
     fs.rmSync(server.dataDir, { recursive: true, force: true });

@@ -6,9 +6,9 @@
  * The drawn values are not only pixels: the chart's caller lists them in its legend as data
  * attributes, and the chart marks itself data-drawn once uPlot has painted.
  *
- * The chart is made in a layout effect at the size its box has then, so it is drawn before the
- * browser first paints the data (no frame with an empty box, no re-render to learn the size); a
- * later change of size only resizes it.
+ * The chart is made when its box is first laid out (a ResizeObserver's first report), so it is
+ * drawn before the browser first paints the data, with no re-render to learn the size and no layout
+ * forced per chart.
  */
 import { useLayoutEffect, useRef } from 'react';
 import uPlot from 'uplot';
@@ -143,11 +143,11 @@ export function SeriesChart({
       if (onPointRef.current) chart.over.style.cursor = 'pointer';
       return chart;
     };
-    // The box's size now (the layout is done for this commit); a box without a width yet (hidden, or
-    // not laid out) gets its chart when it has one.
-    const { width, height } = el.getBoundingClientRect();
-    if (width > 0) u = make(width, height);
-    let last = { width: Math.round(width), height: Math.round(height) };
+    // The observer's first report comes in the frame's rendering steps, after the layout of this
+    // commit and before its paint: the chart is made then, at its box's size, with no layout forced
+    // here (every chart of the page is measured in the one layout); a box without a width yet
+    // (hidden) gets its chart when it has one, and a later change of size only resizes it.
+    let last = { width: 0, height: 0 };
     const observer = new ResizeObserver(([entry]) => {
       const next = {
         width: Math.round(entry.contentRect.width),

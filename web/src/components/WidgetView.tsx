@@ -1,4 +1,5 @@
-import { useMemo } from 'react';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { useMemo, useRef } from 'react';
 import type { DashboardData, Widget } from '../lib/api-types.ts';
 import { type WidgetSeries, colourOf, formatValue, groupLabel } from '../lib/dashboard-view.ts';
 import { SeriesChart } from './SeriesChart.tsx';
@@ -18,7 +19,8 @@ const BUCKET_TIME = new Intl.DateTimeFormat(undefined, {
 /**
  * One widget's computed data: a line or bar chart per bucket with one series per group, a big
  * number per group, or a table of buckets by groups. Every value is also in the page as a data
- * attribute (data-values on the legend, data-value on numbers and cells) for tests and tools.
+ * attribute (data-values on the legend and on a table's group headings, data-value on numbers and
+ * on the cells in view) for tests and tools.
  *
  * The links to a group's or a bucket's records are plain anchors (a table has one per cell): the
  * page handles their clicks in one place (lib/use-plain-links.ts).
@@ -116,6 +118,14 @@ export function WidgetChart({
   );
 }
 
+/** A table row's height (.table.compact); rows are one line. */
+const ROW_PX = 25;
+
+/**
+ * Buckets by groups, with the whole range first. Only the rows in view (and a few around) are in the
+ * page: a dashboard may have up to 10,000 buckets. Every value is on its group's column heading
+ * (data-values, data-total), as on a chart's legend.
+ */
 function SeriesTable({
   data,
   series,
@@ -127,22 +137,46 @@ function SeriesTable({
   fmt: (v: number | null | undefined) => string;
   hrefOf: (bucket: number | null, group: unknown) => string;
 }) {
-  const time = (b: number) => BUCKET_TIME.format(b * 1000);
+  const box = useRef<HTMLDivElement>(null);
+  const rows = useVirtualizer({
+    count: data.buckets.length,
+    getScrollElement: () => box.current,
+    estimateSize: () => ROW_PX,
+    overscan: 10,
+    // Before the box is measured: enough rows for a tall widget, so the first paint is complete.
+    initialRect: { width: 0, height: 600 },
+  });
+  const items = rows.getVirtualItems();
+  const above = items.length ? items[0].start : 0;
+  const below = items.length ? rows.getTotalSize() - items[items.length - 1].end : 0;
+  const spacer = (height: number) =>
+    height > 0 && (
+      <tr className="spacer-row" style={{ height }}>
+        <td colSpan={series.length + 1} />
+      </tr>
+    );
   return (
-    <div className="widget-table">
-      <table className="table compact">
+    <div className="widget-table" ref={box}>
+      <table className="table compact" aria-rowcount={data.buckets.length + 2}>
         <thead>
-          <tr>
+          <tr aria-rowindex={1}>
             <th scope="col">Bucket</th>
             {series.map((s) => (
-              <th scope="col" key={groupLabel(s.group)} className="num">
+              <th
+                scope="col"
+                key={groupLabel(s.group)}
+                className="num"
+                data-group={groupLabel(s.group)}
+                data-values={JSON.stringify(s.values)}
+                data-total={s.total === null ? '' : String(s.total)}
+              >
                 {data.group_by ? groupLabel(s.group) : 'Value'}
               </th>
             ))}
           </tr>
         </thead>
         <tbody>
-          <tr className="total-row">
+          <tr className="total-row" aria-rowindex={2}>
             <th scope="row">Whole range</th>
             {series.map((s) => (
               <td key={groupLabel(s.group)} className="num" data-value={s.total ?? ''}>
@@ -150,16 +184,21 @@ function SeriesTable({
               </td>
             ))}
           </tr>
-          {data.buckets.map((b, i) => (
-            <tr key={b}>
-              <th scope="row">{time(b)}</th>
-              {series.map((s) => (
-                <td key={groupLabel(s.group)} className="num" data-value={s.values[i] ?? ''}>
-                  {s.values[i] === null ? '–' : <a href={hrefOf(b, s.group)}>{fmt(s.values[i])}</a>}
-                </td>
-              ))}
-            </tr>
-          ))}
+          {spacer(above)}
+          {items.map(({ index: i }) => {
+            const b = data.buckets[i];
+            return (
+              <tr key={b} aria-rowindex={i + 3}>
+                <th scope="row">{BUCKET_TIME.format(b * 1000)}</th>
+                {series.map((s) => (
+                  <td key={groupLabel(s.group)} className="num" data-value={s.values[i] ?? ''}>
+                    {s.values[i] === null ? '–' : <a href={hrefOf(b, s.group)}>{fmt(s.values[i])}</a>}
+                  </td>
+                ))}
+              </tr>
+            );
+          })}
+          {spacer(below)}
         </tbody>
       </table>
     </div>

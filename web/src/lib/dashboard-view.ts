@@ -279,33 +279,29 @@ export function drillDowns(
 ): (bucketStart: number | null, group: unknown) => string {
   const tab = drillTab(dashboard.filter_tree, dashboard.group_by, catalogues);
   const column = dashboard.group_by ? groupColumn(dashboard.group_by, catalogues[tab] ?? []) : undefined;
-  const byGroup = new Map<unknown, FilterTreeJson | null>();
+  // Each group's filter, as the query string's first parameter ('' for none).
+  const byGroup = new Map<unknown, string>();
   const filterOf = (group: unknown) => {
-    let filter = byGroup.get(group);
-    if (filter === undefined) {
+    let param = byGroup.get(group);
+    if (param === undefined) {
       const trees = [
         dashboard.filter_tree as FilterTreeJson | null,
         dashboard.group_by ? groupFilter(column, group) : null,
       ].filter((t): t is FilterTreeJson => t !== null && t !== undefined);
-      filter = trees.length === 0 ? null : trees.length === 1 ? trees[0] : { and: trees };
-      byGroup.set(group, filter);
+      const filter = trees.length === 0 ? null : trees.length === 1 ? trees[0] : { and: trees };
+      param = viewToParams({ ...emptyView(), filter }).toString();
+      byGroup.set(group, param);
     }
-    return filter;
+    return param;
   };
+  // viewToParams' from and to, as URLSearchParams writes them (an ISO time's only such character is ':').
+  const time = (seconds: number) => new Date(seconds * 1000).toISOString().replaceAll(':', '%3A');
   return (bucketStart, group) => {
     const from = bucketStart === null ? data.start_time : Math.max(bucketStart, data.start_time);
     const to =
       bucketStart === null ? data.end_time : Math.min(bucketStart + data.interval_mins * 60, data.end_time);
-    const view = {
-      ...emptyView(),
-      filter: filterOf(group),
-      range: {
-        kind: 'absolute' as const,
-        from: new Date(from * 1000).toISOString(),
-        to: new Date(to * 1000).toISOString(),
-      },
-    };
-    return `${runBase}/${tab}?${viewToParams(view).toString()}`;
+    const filter = filterOf(group);
+    return `${runBase}/${tab}?${filter ? `${filter}&` : ''}from=${time(from)}&to=${time(to)}`;
   };
 }
 
