@@ -14,6 +14,7 @@ import {
   layoutOf,
   mergedColumns,
   metricColumns,
+  rowWindow,
   sameCells,
   withCells,
 } from '../../web/src/lib/dashboard-view.ts';
@@ -264,5 +265,16 @@ describe('token usage per day', () => {
         cost: 0.5,
       },
     );
+  });
+});
+
+describe('the rows a long dashboard table puts in the page', () => {
+  test('the rows in view and the overscan on each side, within the table', () => {
+    // 25 px rows under a 50 px heading, a 250 px box.
+    assert.deepEqual(rowWindow(0, 250, 25, 480, 10, 50), { start: 0, end: 18 });
+    assert.deepEqual(rowWindow(1000, 250, 25, 480, 10, 50), { start: 28, end: 58 });
+    assert.deepEqual(rowWindow(50 + 479 * 25, 250, 25, 480, 10, 50), { start: 469, end: 480 });
+    assert.deepEqual(rowWindow(0, 600, 25, 3, 10), { start: 0, end: 3 });
+    assert.deepEqual(rowWindow(0, 0, 25, 0, 10), { start: 0, end: 0 });
   });
 });

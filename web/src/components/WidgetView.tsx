@@ -1,7 +1,7 @@
-import { useVirtualizer } from '@tanstack/react-virtual';
 import { useMemo, useRef } from 'react';
 import type { DashboardData, Widget } from '../lib/api-types.ts';
 import { type WidgetSeries, colourOf, formatValue, groupLabel } from '../lib/dashboard-view.ts';
+import { useRowWindow } from '../lib/use-row-window.ts';
 import { SeriesChart } from './SeriesChart.tsx';
 
 type Data = DashboardData;
@@ -138,17 +138,10 @@ function SeriesTable({
   hrefOf: (bucket: number | null, group: unknown) => string;
 }) {
   const box = useRef<HTMLDivElement>(null);
-  const rows = useVirtualizer({
-    count: data.buckets.length,
-    getScrollElement: () => box.current,
-    estimateSize: () => ROW_PX,
-    overscan: 10,
-    // Before the box is measured: enough rows for a tall widget, so the first paint is complete.
-    initialRect: { width: 0, height: 600 },
-  });
-  const items = rows.getVirtualItems();
-  const above = items.length ? items[0].start : 0;
-  const below = items.length ? rows.getTotalSize() - items[items.length - 1].end : 0;
+  // The heading and the whole range's row sit above the buckets' rows.
+  const { start, end } = useRowWindow(box, data.buckets.length, ROW_PX, { offset: 2 * ROW_PX });
+  const above = start * ROW_PX;
+  const below = (data.buckets.length - end) * ROW_PX;
   const spacer = (height: number) =>
     height > 0 && (
       <tr className="spacer-row" style={{ height }}>
@@ -185,8 +178,8 @@ function SeriesTable({
             ))}
           </tr>
           {spacer(above)}
-          {items.map(({ index: i }) => {
-            const b = data.buckets[i];
+          {data.buckets.slice(start, end).map((b, k) => {
+            const i = start + k;
             return (
               <tr key={b} aria-rowindex={i + 3}>
                 <th scope="row">{BUCKET_TIME.format(b * 1000)}</th>

@@ -192,6 +192,26 @@ const COMPACT = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFra
 /** A count on an axis: 12K, 1.5M. */
 export const compactCount = (v: number) => COMPACT.format(v);
 
+// ---- long tables ---------------------------------------------------------------------------
+
+/**
+ * The rows of a long table of one-line rows that a scroll box shows, with `overscan` more on each
+ * side: rows [start, end). `offset` is the height above the first row inside the box (a header).
+ * Pure, for useRowWindow and for unit tests.
+ */
+export function rowWindow(
+  scrollTop: number,
+  viewport: number,
+  rowPx: number,
+  count: number,
+  overscan: number,
+  offset = 0,
+): { start: number; end: number } {
+  const first = Math.floor(Math.max(0, scrollTop - offset) / rowPx);
+  const last = Math.ceil(Math.max(0, scrollTop + viewport - offset) / rowPx);
+  return { start: Math.max(0, first - overscan), end: Math.min(count, last + overscan) };
+}
+
 // ---- drill-down --------------------------------------------------------------------------------
 
 /** The available columns of each record table of the log stream. */
