@@ -8,7 +8,13 @@ import {
 import { Layout } from './components/Layout.tsx';
 import type { RunKind } from './lib/api-types.ts';
 import { prefetch } from './lib/prefetch.ts';
-import { dashboardQueryRequest, dashboardRequest, projectRequest, runRequest } from './lib/requests.ts';
+import {
+  dashboardQueryRequest,
+  dashboardRequest,
+  projectRequest,
+  projectRoleRequest,
+  runRequest,
+} from './lib/requests.ts';
 import { LoginPage } from './pages/LoginPage.tsx';
 import { NotFoundPage } from './pages/NotFoundPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
@@ -49,6 +55,7 @@ const logStreamPages = [
         dashboardQueryRequest(projectId, runId, dashboardId),
         projectRequest(projectId),
         runRequest('log_streams', projectId, runId),
+        projectRoleRequest(projectId),
       );
       return null;
     },

@@ -11,8 +11,8 @@ const NARROW = 720;
 
 /**
  * One grid of widgets (the dashboard's, or a section's) placed from layout_map; a widget is dragged
- * by its title bar and resized from its corner, and the new places are saved (a viewer's attempt
- * is refused by the API, and the page says so). Memoised: the page re-renders it only when its
+ * by its title bar and resized from its corner, and the new places are saved; for a caller who may
+ * not change the dashboard they stay put. Memoised: the page re-renders it only when its
  * widgets, their places or what they draw change.
  */
 export const WidgetGrid = memo(function WidgetGrid({
@@ -20,11 +20,14 @@ export const WidgetGrid = memo(function WidgetGrid({
   layoutMap,
   onLayout,
   render,
+  editable = true,
 }: {
   widgets: Widget[];
   layoutMap: Record<string, unknown>;
   onLayout: (cells: Cell[]) => void;
   render: (w: Widget) => ReactNode;
+  /** False: the widgets stay where they are (a caller below editor may not move them). */
+  editable?: boolean;
 }) {
   const { width, containerRef, mounted } = useContainerWidth();
   const cells = useMemo(() => layoutOf(widgets, layoutMap), [widgets, layoutMap]);
@@ -57,8 +60,8 @@ export const WidgetGrid = memo(function WidgetGrid({
               margin: [MARGIN, MARGIN],
               containerPadding: [0, 0],
             }}
-            dragConfig={{ enabled: true, handle: '.widget-head', cancel: 'button, a, select, input' }}
-            resizeConfig={{ enabled: true, handles: ['se'] }}
+            dragConfig={{ enabled: editable, handle: '.widget-head', cancel: 'button, a, select, input' }}
+            resizeConfig={{ enabled: editable, handles: ['se'] }}
             onDragStop={save}
             onResizeStop={save}
           >

@@ -3,13 +3,19 @@
  * and the page's useApi takes its answer under the same key.
  */
 import { get, post } from './api.ts';
-import type { Dashboard, DashboardData, Project, Run, RunKind } from './api-types.ts';
+import type { Dashboard, DashboardData, Project, ProjectRole, Run, RunKind } from './api-types.ts';
 import { trendsPath } from './dashboards-api.ts';
 import type { Request } from './prefetch.ts';
 
 export const projectRequest = (projectId: string): Request<Project> => ({
   key: `project/${projectId}`,
   load: () => get<Project>(`/v2/projects/${projectId}`),
+});
+
+/** The caller's role on a project (lib/access.tsx). */
+export const projectRoleRequest = (projectId: string): Request<ProjectRole> => ({
+  key: `role/${projectId}`,
+  load: () => get<ProjectRole>(`/v2/projects/${projectId}/current_user_role`),
 });
 
 export const runRequest = (kind: RunKind, projectId: string, runId: string): Request<Run> => ({

@@ -25,6 +25,7 @@ import {
   withCells,
 } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
+import { useAccess } from '../lib/access.tsx';
 import { FieldErrors } from '../lib/field-errors.ts';
 import { usePlainLinks } from '../lib/use-plain-links.ts';
 import { dashboardQueryRequest, dashboardRequest } from '../lib/requests.ts';
@@ -56,6 +57,8 @@ export function DashboardPage() {
   const { projectId = '', runId = '', dashboardId = '' } = useParams();
   const info = useRunInfo(projectId, 'log_streams', runId);
   const navigate = useNavigate();
+  // Editors change a dashboard; others see it without the controls the API would refuse them.
+  const editable = useAccess().can('editor');
   const trends = trendsPath(projectId, runId);
   const base = runBase(projectId, 'log_streams', runId);
   const dashboardReq = dashboardRequest(projectId, runId, dashboardId);
@@ -164,14 +167,20 @@ export function DashboardPage() {
         stale={stale}
         hrefOf={hrefOf}
         open={navigate}
-        edit={editWidget}
-        remove={removeWidget}
+        edit={editable ? editWidget : null}
+        remove={editable ? removeWidget : null}
       />
     ),
-    [data.data, stale, hrefOf, navigate, editWidget, removeWidget],
+    [data.data, stale, hrefOf, navigate, editWidget, removeWidget, editable],
   );
   const grid = (widgets: Widget[]) => (
-    <WidgetGrid widgets={widgets} layoutMap={d?.layout_map ?? {}} onLayout={onLayout} render={renderWidget} />
+    <WidgetGrid
+      widgets={widgets}
+      layoutMap={d?.layout_map ?? {}}
+      onLayout={onLayout}
+      render={renderWidget}
+      editable={editable}
+    />
   );
 
   const allWidgets = d ? [...d.widgets, ...sections.flatMap((s) => s.widgets)] : [];
@@ -204,32 +213,38 @@ export function DashboardPage() {
               className={d.is_favorited ? 'star on' : 'star'}
               aria-pressed={d.is_favorited}
               aria-label="Favourite"
+              disabled={!editable}
               onClick={() => change({ is_favorited: !d.is_favorited })}
             >
               {d.is_favorited ? '★' : '☆'}
             </button>
             {d.is_default && <span className="badge">Default</span>}
             <span className="spacer" />
-            <button
-              type="button"
-              className="button primary"
-              onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: null })}
-            >
-              Add widget
-            </button>
-            <button
-              type="button"
-              className="button"
-              onClick={() => setEditing({ kind: 'section', section: null })}
-            >
-              Add section
-            </button>
+            {editable && (
+              <>
+                <button
+                  type="button"
+                  className="button primary"
+                  onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: null })}
+                >
+                  Add widget
+                </button>
+                <button
+                  type="button"
+                  className="button"
+                  onClick={() => setEditing({ kind: 'section', section: null })}
+                >
+                  Add section
+                </button>
+              </>
+            )}
           </div>
           <DashboardSettings
             dashboard={d}
             columns={columnList}
             errors={settingsErrors.any ? settingsErrors : queryErrors}
             change={change}
+            readOnly={!editable}
           />
           {failure && <ErrorNote error={failure} />}
           {data.error && queryErrors.unplaced().length > 0 && (
@@ -280,7 +295,14 @@ export function DashboardPage() {
               <h2>No widgets yet</h2>
               <p>
                 A widget charts an aggregation (count, average, P95…) of a column per {d.interval_mins}-minute
-                bucket. Choose <strong>Add widget</strong> to make the first.
+                bucket.{' '}
+                {editable ? (
+                  <>
+                    Choose <strong>Add widget</strong> to make the first.
+                  </>
+                ) : (
+                  'An editor of the project adds them.'
+                )}
               </p>
             </div>
           )}
@@ -299,30 +321,34 @@ export function DashboardPage() {
                   {s.name}
                 </h2>
                 <span className="spacer" />
-                <button
-                  type="button"
-                  className="button small"
-                  onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: s.id })}
-                >
-                  Add widget<span className="visually-hidden"> to {s.name}</span>
-                </button>
-                <button
-                  type="button"
-                  className="button small ghost"
-                  onClick={() => setEditing({ kind: 'section', section: s })}
-                >
-                  Edit section<span className="visually-hidden"> {s.name}</span>
-                </button>
-                <button
-                  type="button"
-                  className="button small ghost danger"
-                  onClick={() => {
-                    if (window.confirm(`Delete the section "${s.name}" and its widgets?`))
-                      act(() => del(`${trends}/${dashboardId}/sections/${s.id}`)).catch(() => {});
-                  }}
-                >
-                  Delete section<span className="visually-hidden"> {s.name}</span>
-                </button>
+                {editable && (
+                  <>
+                    <button
+                      type="button"
+                      className="button small"
+                      onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: s.id })}
+                    >
+                      Add widget<span className="visually-hidden"> to {s.name}</span>
+                    </button>
+                    <button
+                      type="button"
+                      className="button small ghost"
+                      onClick={() => setEditing({ kind: 'section', section: s })}
+                    >
+                      Edit section<span className="visually-hidden"> {s.name}</span>
+                    </button>
+                    <button
+                      type="button"
+                      className="button small ghost danger"
+                      onClick={() => {
+                        if (window.confirm(`Delete the section "${s.name}" and its widgets?`))
+                          act(() => del(`${trends}/${dashboardId}/sections/${s.id}`)).catch(() => {});
+                      }}
+                    >
+                      Delete section<span className="visually-hidden"> {s.name}</span>
+                    </button>
+                  </>
+                )}
               </div>
               {s.widgets.length ? grid(s.widgets) : <p className="muted">No widgets in this section yet.</p>}
             </section>
@@ -347,8 +373,9 @@ const WidgetCard = memo(function WidgetCard({
   stale: boolean;
   hrefOf: (bucket: number | null, group: unknown) => string;
   open: (href: string) => void;
-  edit: (w: Widget) => void;
-  remove: (w: Widget) => void;
+  /** Null: the caller may not change widgets (no buttons). */
+  edit: ((w: Widget) => void) | null;
+  remove: ((w: Widget) => void) | null;
 }) {
   const computed = dataOf(data, widget.id);
   const series = useMemo(() => computed?.series ?? [], [computed]);
@@ -367,22 +394,26 @@ const WidgetCard = memo(function WidgetCard({
           {AGGREGATION_LABELS[widget.aggregation] ?? widget.aggregation} of {widget.metric}
         </span>
         <span className="spacer" />
-        <button
-          type="button"
-          className="icon-button"
-          onClick={() => edit(widget)}
-          aria-label={`Edit ${widget.name}`}
-        >
-          ✎
-        </button>
-        <button
-          type="button"
-          className="icon-button"
-          onClick={() => remove(widget)}
-          aria-label={`Delete ${widget.name}`}
-        >
-          ×
-        </button>
+        {edit && (
+          <button
+            type="button"
+            className="icon-button"
+            onClick={() => edit(widget)}
+            aria-label={`Edit ${widget.name}`}
+          >
+            ✎
+          </button>
+        )}
+        {remove && (
+          <button
+            type="button"
+            className="icon-button"
+            onClick={() => remove(widget)}
+            aria-label={`Delete ${widget.name}`}
+          >
+            ×
+          </button>
+        )}
       </header>
       <div className="widget-body">
         {!data || !computed ? (
