@@ -11,6 +11,7 @@
  *
  *   npm run bench:console-dashboards                               # SQLite, 1,000,000 records
  *   npm run bench:console-dashboards -- --records 100000 --loads 20
+ *   npm run bench:console-dashboards -- --records 20000 --interval-mins 1   # as many buckets as 1M hourly
  *   npm run bench:console-dashboards -- --store postgres
  *
  * The records are ingested over HTTP before any clock starts (bench:ingest measures that).
@@ -29,13 +30,25 @@ const { values: args } = parseArgs({
     store: { type: 'string', default: 'sqlite' },
     records: { type: 'string', default: '1000000' },
     loads: { type: 'string', default: '20' },
+    /**
+     * The dashboard's interval. 1,000,000 records span about 390 hours (389 hourly buckets); 20,000
+     * span 8 hours, so 1-minute buckets give small data a page as large to draw.
+     */
+    'interval-mins': { type: 'string', default: '60' },
     port: { type: 'string' },
     'database-url': { type: 'string' },
+    /** Print one warm load's timeline: navigation, each request (start → end), widgets drawn. */
+    waterfall: { type: 'boolean', default: false },
+    /** Write a CPU profile of one warm load to this file (.cpuprofile: Chrome DevTools opens it). */
+    profile: { type: 'string' },
+    /** Save a screenshot of the drawn dashboard to this file (PNG). */
+    screenshot: { type: 'string' },
   },
 });
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
 const RECORDS = Number(args.records);
 const LOADS = Math.max(1, Number(args.loads));
+const INTERVAL_MINS = Math.max(1, Number(args['interval-mins']));
 const PORT = Number(args.port ?? (STORE === 'sqlite' ? 18610 : 18611));
 const DB_URL =
   args['database-url'] ??
@@ -108,19 +121,58 @@ async function textIndexed(server: { url: string }) {
   console.log(`  (text index up to date after ${((performance.now() - started) / 1000).toFixed(1)} s more)`);
 }
 
-/** Milliseconds since navigation, on the first frame where every widget of the dashboard is drawn. */
+/**
+ * Milliseconds since navigation, on the first frame where every widget of the dashboard is drawn:
+ * the page's clock read by the check itself in that frame (reading it afterwards would add a round
+ * trip from Node to the page).
+ */
 async function drawnAt(page: Page, widgets: number): Promise<number> {
-  await page.waitForFunction(
+  const handle = await page.waitForFunction(
     (n) =>
       document.querySelector('.dashboard[data-data-ready="true"]') !== null &&
       document.querySelectorAll('[data-widget-id]').length === n &&
       document.querySelectorAll('.chart[data-drawn="true"]').length === 2 &&
       document.querySelector('[data-widget-type="number"] .figure') !== null &&
-      document.querySelector('[data-widget-type="table"] tbody tr') !== null,
+      document.querySelector('[data-widget-type="table"] tbody tr') !== null &&
+      performance.now(),
     widgets,
     { polling: 'raf', timeout: 120_000 },
   );
-  return page.evaluate(() => performance.now());
+  return (await handle.jsonValue()) as number;
+}
+
+/**
+ * One more warm load, printed as a timeline from navigation: the document, every request the page
+ * made (start → response end) and the moment every widget is drawn. Where the page's time goes.
+ */
+async function waterfall(page: Page, url: string) {
+  await page.goto(url);
+  const drawn = await drawnAt(page, WIDGETS.length);
+  const entries = (await page.evaluate(() => [
+    ...(performance.getEntriesByType('navigation' as 'resource') as unknown as ResourceEntry[]).map((e) => ({
+      name: '(document)',
+      startTime: e.startTime,
+      responseEnd: e.responseEnd,
+    })),
+    ...(performance.getEntriesByType('resource') as unknown as ResourceEntry[]).map((e) => ({
+      name: e.name,
+      startTime: e.startTime,
+      responseEnd: e.responseEnd,
+    })),
+    ...(performance.getEntriesByType('mark') as unknown as ResourceEntry[]).map((e) => ({
+      name: `mark ${e.name}`,
+      startTime: e.startTime,
+      responseEnd: e.startTime,
+    })),
+  ])) as { name: string; startTime: number; responseEnd: number }[];
+  entries.push({ name: 'every widget drawn', startTime: drawn, responseEnd: drawn });
+  entries.sort((a, b) => a.startTime - b.startTime);
+  console.log('\n   one warm load, ms from navigation (start → end):');
+  for (const e of entries) {
+    const name = e.name.replace(/^https?:\/\/[^/]+/, '').replace(/[0-9a-f]{32}/g, '…');
+    const span = e.responseEnd > e.startTime ? `→ ${e.responseEnd.toFixed(0).padStart(5)}` : '';
+    console.log(`   ${e.startTime.toFixed(0).padStart(5)} ${span.padEnd(8)} ${name}`);
+  }
 }
 
 /** JS and CSS a fresh page loads until `ready`, gzipped. */
@@ -143,8 +195,9 @@ async function main() {
   await ensureConsoleBuilt();
   if (STORE === 'postgres') await createPgSchema(DB_URL, SCHEMA);
   const server = await startChildServer({ port: PORT, store: STORE, databaseUrl: DB_URL, pgSchema: SCHEMA });
-  const browser = await launchChromium();
+  let browser: Awaited<ReturnType<typeof launchChromium>> | undefined;
   try {
+    browser = await launchChromium();
     console.log(`console dashboards bench [${STORE}], ${RECORDS} records, ${LOADS} loads`);
     const p = await call(server, 'POST', '/v2/projects', { name: `console-dash-bench-${Date.now()}` });
     const ls = await call(server, 'POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'bench' });
@@ -158,7 +211,7 @@ async function main() {
       name: 'bench',
       start_time: T0,
       end_time: T0 + span,
-      interval_mins: 60,
+      interval_mins: INTERVAL_MINS,
       group_by: 'model',
     });
     if (d.status !== 200) throw new Error(`dashboard: ${JSON.stringify(d.body)}`);
@@ -168,7 +221,7 @@ async function main() {
     }
     const probe = await call(server, 'POST', `${trends}/${d.body.id}/query`, {});
     console.log(
-      `  dashboard: ${probe.body.buckets.length} hourly buckets, ${probe.body.groups.length} groups (model), 4 widgets`,
+      `  dashboard: ${probe.body.buckets.length} buckets of ${INTERVAL_MINS} minutes, ${probe.body.groups.length} groups (model), 4 widgets`,
     );
 
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -208,6 +261,24 @@ async function main() {
       sentAt.push(query.start);
       afterAnswer.push(total - query.end);
     }
+    if (args.waterfall) await waterfall(page, url);
+    if (args.screenshot) {
+      await page.goto(url);
+      await drawnAt(page, WIDGETS.length);
+      await page.screenshot({ path: args.screenshot, fullPage: true });
+    }
+    if (args.profile) {
+      const cdp = await context.newCDPSession(page);
+      await cdp.send('Profiler.enable');
+      await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
+      await cdp.send('Profiler.start');
+      await page.goto(url);
+      await drawnAt(page, WIDGETS.length);
+      const { profile } = await cdp.send('Profiler.stop');
+      fs.writeFileSync(args.profile, JSON.stringify(profile));
+      await cdp.detach();
+      console.log(`\n   CPU profile of one warm load written to ${args.profile}`);
+    }
     const direct: number[] = [];
     for (let i = 0; i < LOADS + 2; i++) {
       const t0 = performance.now();
@@ -239,7 +310,7 @@ async function main() {
     );
     await context.close();
   } finally {
-    await browser.close();
+    await browser?.close();
     await server.stop();
     if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
     fs.rmSync(server.dataDir, { recursive: true, force: true });

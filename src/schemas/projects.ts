@@ -26,6 +26,20 @@ export const ListProjectsQuery = Type.Object({
   type: Type.Optional(Type.String()),
 });
 
+/** The caller's own role on a project: what the console shows or hides controls by. */
+export const ProjectRole = Type.Object(
+  {
+    project_id: Uuid,
+    role: Type.Unsafe<'owner' | 'editor' | 'annotator' | 'viewer'>({
+      type: 'string',
+      enum: ['owner', 'editor', 'annotator', 'viewer'],
+      description:
+        "The strongest of the caller's own share and their groups' shares; an admin's is owner (admins may do everything)",
+    }),
+  },
+  { title: 'ProjectRole' },
+);
+
 export const ShareProject = Type.Object({
   user_id: Type.Optional(Uuid),
   group_id: Type.Optional(Uuid),

@@ -130,6 +130,15 @@ export class ProjectsService {
     return describeProject(await this.access(caller, id));
   }
 
+  /** The caller's role on a project they may see (404 otherwise); an admin's is owner. */
+  async callerRole(caller: Caller, id: string): Promise<{ project_id: string; role: Role }> {
+    await this.access(caller, id);
+    const role = await this.roleOn(caller, id);
+    // Unshared between the two reads: as if it had been before.
+    if (role === null) throw notFound('Project');
+    return { project_id: id, role };
+  }
+
   /** PATCH: `retention_days` (editors: a shorter period deletes records); `undefined` leaves it. */
   async update(caller: Caller, id: string, patch: { retention_days?: number | null }) {
     await this.access(caller, id, 'editor');

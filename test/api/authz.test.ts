@@ -175,6 +175,7 @@ export const RULES: Record<string, RouteRule> = {
     build: (c) => ({ body: { user_id: c.w.bystander.id, role: 'viewer' } }),
   }),
   'GET /v2/projects/{project_id}/users': project('viewer'),
+  'GET /v2/projects/{project_id}/current_user_role': project('viewer'),
   'GET /v2/projects/{project_id}/groups': project('viewer'),
   'PATCH /v2/projects/{project_id}/users/{user_id}': project('owner', {
     build: (c) => ({ path: { user_id: c.w.viewer.id }, body: { role: 'viewer' } }),

@@ -34,6 +34,33 @@ for (const store of storesUnderTest()) {
       return g.id as string;
     }
 
+    test("GET .../current_user_role answers the caller's strongest role; admins are owners", async () => {
+      const owner = await s.user();
+      const member = await s.user();
+      const stranger = await s.user();
+      const p = await projectOf(owner);
+      const roleOf = async (key?: string) =>
+        (await ok('GET', `/v2/projects/${p}/current_user_role`, undefined, key)).role;
+      assert.deepEqual(await ok('GET', `/v2/projects/${p}/current_user_role`, undefined, owner.key), {
+        project_id: p,
+        role: 'owner',
+      });
+      assert.equal(await roleOf(), 'owner', 'the admin');
+      await ok('POST', `/v2/projects/${p}/collaborators`, { user_id: member.id, role: 'viewer' }, owner.key);
+      assert.equal(await roleOf(member.key), 'viewer');
+      // A group's stronger role wins over the user's own share, and the weaker never lowers it.
+      const g = await group(member);
+      await ok('POST', `/v2/projects/${p}/collaborators`, { group_id: g, role: 'editor' }, owner.key);
+      assert.equal(await roleOf(member.key), 'editor');
+      await ok('PATCH', `/v2/projects/${p}/groups/${g}`, { role: 'annotator' }, owner.key);
+      assert.equal(await roleOf(member.key), 'annotator');
+      // A project the caller cannot see is not found, as every project route answers.
+      const hidden = await s.call('GET', `/v2/projects/${p}/current_user_role`, undefined, stranger.key);
+      assert.equal(hidden.status, 404, hidden.text);
+      const missing = await s.call('GET', `/v2/projects/${crypto.randomUUID()}/current_user_role`);
+      assert.equal(missing.status, 404, missing.text);
+    });
+
     test('users and groups list with their roles; PATCH changes a role, DELETE removes the share', async () => {
       const owner = await s.user();
       const ann = await s.user();

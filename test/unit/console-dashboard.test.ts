@@ -9,15 +9,17 @@ import type { Column, Widget } from '../../web/src/lib/api-types.ts';
 import { ApiError } from '../../web/src/lib/api-error.ts';
 import {
   drillDownHref,
+  drillDowns,
   drillTab,
   layoutOf,
   mergedColumns,
   metricColumns,
+  rowWindow,
   sameCells,
   withCells,
 } from '../../web/src/lib/dashboard-view.ts';
 import { FieldErrors } from '../../web/src/lib/field-errors.ts';
-import { parseView } from '../../web/src/lib/list-view.ts';
+import { emptyView, parseView, viewToParams } from '../../web/src/lib/list-view.ts';
 import { dailyUsage, usageRequest } from '../../web/src/lib/token-usage.ts';
 
 const widget = (id: string, type = 'line_chart'): Widget => ({
@@ -96,6 +98,25 @@ describe('drill-down', () => {
     assert.deepEqual(view.filter, {
       and: [filter, { filter: { column_id: 'model', type: 'text', operator: 'eq', value: 'gpt-4o' } }],
     });
+  });
+
+  test("every point's link is the record table's own query string for its view", () => {
+    const filter = { filter: { column_id: 'name', operator: 'contains', value: "a b: c'(d)" } };
+    const links = drillDowns('/r', { filter_tree: filter, group_by: 'model' }, data, columns);
+    const plain = drillDowns('/r', { filter_tree: null, group_by: null }, data, columns);
+    for (const bucket of [null, 1_699_999_200, 1_700_003_600]) {
+      for (const group of ['gpt-4o', 'a&b=c', null]) {
+        const href = links(bucket, group);
+        const view = parseView(new URLSearchParams(href.split('?')[1]));
+        assert.equal(href, `/r/spans?${viewToParams(view).toString()}`);
+        assert.equal(view.range.kind, 'absolute');
+      }
+      const whole = plain(bucket, null);
+      assert.equal(
+        whole,
+        `/r/spans?${viewToParams({ ...emptyView(), range: parseView(new URLSearchParams(whole.split('?')[1])).range }).toString()}`,
+      );
+    }
   });
 
   test('the whole range; a bare metric group; no group filter for the records without a value', () => {
@@ -244,5 +265,16 @@ describe('token usage per day', () => {
         cost: 0.5,
       },
     );
+  });
+});
+
+describe('the rows a long dashboard table puts in the page', () => {
+  test('the rows in view and the overscan on each side, within the table', () => {
+    // 25 px rows under a 50 px heading, a 250 px box.
+    assert.deepEqual(rowWindow(0, 250, 25, 480, 10, 50), { start: 0, end: 18 });
+    assert.deepEqual(rowWindow(1000, 250, 25, 480, 10, 50), { start: 28, end: 58 });
+    assert.deepEqual(rowWindow(50 + 479 * 25, 250, 25, 480, 10, 50), { start: 469, end: 480 });
+    assert.deepEqual(rowWindow(0, 600, 25, 3, 10), { start: 0, end: 3 });
+    assert.deepEqual(rowWindow(0, 0, 25, 0, 10), { start: 0, end: 0 });
   });
 });

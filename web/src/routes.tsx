@@ -1,6 +1,20 @@
-import { Navigate, type RouteObject, createBrowserRouter, useParams } from 'react-router';
+import {
+  type LoaderFunctionArgs,
+  Navigate,
+  type RouteObject,
+  createBrowserRouter,
+  useParams,
+} from 'react-router';
 import { Layout } from './components/Layout.tsx';
 import type { RunKind } from './lib/api-types.ts';
+import { prefetch } from './lib/prefetch.ts';
+import {
+  dashboardQueryRequest,
+  dashboardRequest,
+  projectRequest,
+  projectRoleRequest,
+  runRequest,
+} from './lib/requests.ts';
 import { LoginPage } from './pages/LoginPage.tsx';
 import { NotFoundPage } from './pages/NotFoundPage.tsx';
 import { ProjectPage } from './pages/ProjectPage.tsx';
@@ -31,6 +45,21 @@ const logStreamPages = [
   },
   {
     path: 'dashboards/:dashboardId',
+    // The dashboard, its computed data and the breadcrumb's names are asked while the page's code
+    // (and the charting code) downloads, not after: a loader defined beside `lazy` runs with it.
+    // It waits for none of them (the page shows each as it comes) and does not run again for a
+    // navigation within the page.
+    loader: ({ params: { projectId = '', runId = '', dashboardId = '' } }: LoaderFunctionArgs) => {
+      prefetch(
+        dashboardRequest(projectId, runId, dashboardId),
+        dashboardQueryRequest(projectId, runId, dashboardId),
+        projectRequest(projectId),
+        runRequest('log_streams', projectId, runId),
+        projectRoleRequest(projectId),
+      );
+      return null;
+    },
+    shouldRevalidate: () => false,
     lazy: () => import('./pages/DashboardPage.tsx').then((m) => ({ Component: m.DashboardPage })),
   },
   {

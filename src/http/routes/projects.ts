@@ -3,7 +3,13 @@ import type { FastifyInstance } from 'fastify';
 import type { Role } from '../../domain/roles.ts';
 import { ProjectParams, Uuid, withErrors } from '../../schemas/common.ts';
 import { GroupCollaborator, SetRole, UserCollaborator } from '../../schemas/integrations.ts';
-import { CreateProject, ListProjectsQuery, Project, ShareProject } from '../../schemas/projects.ts';
+import {
+  CreateProject,
+  ListProjectsQuery,
+  Project,
+  ProjectRole,
+  ShareProject,
+} from '../../schemas/projects.ts';
 
 export default async function projectRoutes(app: FastifyInstance) {
   const { projects } = app.services;
@@ -46,6 +52,20 @@ export default async function projectRoutes(app: FastifyInstance) {
       },
     },
     async (req) => projects.get(req.caller, req.params.project_id),
+  );
+  app.get<{ Params: P }>(
+    '/v2/projects/:project_id/current_user_role',
+    {
+      schema: {
+        summary: 'Your role on a project',
+        description:
+          "The strongest of your own share and your groups' shares (admins: owner). Viewers read; annotators also annotate; editors also change records, dashboards, queues and Signals; owners also share and delete. The console hides what your role may not do.",
+        tags: ['projects'],
+        params: ProjectParams,
+        response: withErrors({ 200: ProjectRole }),
+      },
+    },
+    async (req) => projects.callerRole(req.caller, req.params.project_id),
   );
   app.delete<{ Params: P }>(
     '/v2/projects/:project_id',

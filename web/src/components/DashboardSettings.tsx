@@ -30,18 +30,21 @@ function filterCount(tree: unknown): number {
 
 /**
  * The dashboard's time range (relative or absolute), interval, group_by and filter_tree. Each change
- * is saved at once (PUT); what the API refuses is shown beside its control.
+ * is saved at once (PUT); what the API refuses is shown beside its control. `readOnly` (a caller
+ * below editor) shows them without letting them change.
  */
 export function DashboardSettings({
   dashboard,
   columns,
   errors,
   change,
+  readOnly = false,
 }: {
   dashboard: Dashboard;
   columns: Column[];
   errors: FieldErrors;
   change: (body: Partial<Dashboard>) => void;
+  readOnly?: boolean;
 }) {
   const id = useId();
   const [custom, setCustom] = useState(dashboard.relative_time === null);
@@ -71,6 +74,7 @@ export function DashboardSettings({
         <label className="inline-field">
           <span>Time range</span>
           <select
+            disabled={readOnly}
             value={custom ? 'custom' : (relative ?? 'custom')}
             onChange={(e) => {
               const v = e.currentTarget.value;
@@ -93,6 +97,7 @@ export function DashboardSettings({
             <label>
               <span>From</span>
               <input
+                disabled={readOnly}
                 type="datetime-local"
                 name="from"
                 defaultValue={relative ? '' : toLocal(dashboard.start_time)}
@@ -103,6 +108,7 @@ export function DashboardSettings({
             <label>
               <span>To</span>
               <input
+                disabled={readOnly}
                 type="datetime-local"
                 name="to"
                 defaultValue={relative ? '' : toLocal(dashboard.end_time)}
@@ -110,7 +116,7 @@ export function DashboardSettings({
               />
               <FieldError errors={errors} field="end_time" id={err('end_time')} />
             </label>
-            <button type="submit" className="button small">
+            <button type="submit" className="button small" disabled={readOnly}>
               Apply range
             </button>
           </form>
@@ -118,6 +124,7 @@ export function DashboardSettings({
         <label className="inline-field">
           <span>Interval</span>
           <select
+            disabled={readOnly}
             value={dashboard.interval_mins}
             onChange={(e) => change({ interval_mins: Number(e.currentTarget.value) })}
             {...invalidProps(errors, 'interval_mins', err('interval_mins'))}
@@ -133,6 +140,7 @@ export function DashboardSettings({
         <label className="inline-field">
           <span>Group by</span>
           <select
+            disabled={readOnly}
             value={dashboard.group_by ?? ''}
             onChange={(e) => change({ group_by: e.currentTarget.value || null })}
             {...invalidProps(errors, 'group_by', err('group_by'))}
@@ -162,11 +170,13 @@ export function DashboardSettings({
       <FieldError errors={errors} field="filter_tree" id={err('filter_tree')} />
       {filtersOpen && (
         <div id={`${id}-filters`}>
-          <FilterBuilder
-            applied={(dashboard.filter_tree ?? null) as Parameters<typeof FilterBuilder>[0]['applied']}
-            columns={columns}
-            onApply={(filter) => change({ filter_tree: filter })}
-          />
+          <fieldset className="plain" disabled={readOnly}>
+            <FilterBuilder
+              applied={(dashboard.filter_tree ?? null) as Parameters<typeof FilterBuilder>[0]['applied']}
+              columns={columns}
+              onApply={(filter) => change({ filter_tree: filter })}
+            />
+          </fieldset>
         </div>
       )}
     </div>

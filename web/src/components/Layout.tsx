@@ -1,6 +1,7 @@
-import { createContext, useContext } from 'react';
+import { type ReactNode, createContext, useContext } from 'react';
 import { Link, Outlet } from 'react-router';
 import type { User } from '../lib/api-types.ts';
+import { AccessProvider, useAccess } from '../lib/access.tsx';
 import { get, post } from '../lib/api.ts';
 import { useApi } from '../lib/use-api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
@@ -16,7 +17,20 @@ async function logOut() {
   }
 }
 
-/** Every signed-in page: the top bar (home, who is signed in, log out) above the page. */
+/** The page, marked with the caller's role on its project once known (for tests and tools). */
+function Main({ children }: { children: ReactNode }) {
+  const { role } = useAccess();
+  return (
+    <main id="main" className="page" data-project-role={role ?? undefined}>
+      {children}
+    </main>
+  );
+}
+
+/**
+ * Every signed-in page: the top bar (home, who is signed in, log out) above the page, and what the
+ * caller may do on the page's project (lib/access.tsx).
+ */
 export function Layout() {
   const me = useApi('me', () => get<User>('/v2/current_user'));
   return (
@@ -39,9 +53,9 @@ export function Layout() {
           </button>
         </nav>
       </header>
-      <main id="main" className="page">
-        {me.error ? <ErrorNote error={me.error} retry={me.reload} /> : <Outlet />}
-      </main>
+      <AccessProvider>
+        <Main>{me.error ? <ErrorNote error={me.error} retry={me.reload} /> : <Outlet />}</Main>
+      </AccessProvider>
     </UserContext.Provider>
   );
 }

@@ -1,6 +1,6 @@
 import { NavLink } from 'react-router';
-import { get } from '../lib/api.ts';
-import type { Project, RecordTab, Run, RunKind } from '../lib/api-types.ts';
+import type { RecordTab, RunKind } from '../lib/api-types.ts';
+import { projectRequest, runRequest } from '../lib/requests.ts';
 import { useApi } from '../lib/use-api.ts';
 import { type Crumb, Crumbs } from './Crumbs.tsx';
 import { ErrorNote } from './ErrorNote.tsx';
@@ -10,10 +10,10 @@ export const runBase = (projectId: string, kind: RunKind, runId: string) =>
 
 /** The project and run a page is in (names for the breadcrumb; the run's counts). */
 export function useRunInfo(projectId: string, kind: RunKind, runId: string) {
-  const project = useApi(`project/${projectId}`, () => get<Project>(`/v2/projects/${projectId}`));
-  const run = useApi(`${kind}/${projectId}/${runId}`, () =>
-    get<Run>(`/v2/projects/${projectId}/${kind}/${runId}`),
-  );
+  const p = projectRequest(projectId);
+  const r = runRequest(kind, projectId, runId);
+  const project = useApi(p.key, p.load);
+  const run = useApi(r.key, r.load);
   return { project, run };
 }
 

@@ -5,8 +5,12 @@
  *
  * The drawn values are not only pixels: the chart's caller lists them in its legend as data
  * attributes, and the chart marks itself data-drawn once uPlot has painted.
+ *
+ * The chart is made when its box is first laid out (a ResizeObserver's first report), so it is
+ * drawn before the browser first paints the data, with no re-render to learn the size and no layout
+ * forced per chart.
  */
-import { useEffect, useRef, useState } from 'react';
+import { useLayoutEffect, useRef } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
@@ -37,26 +41,6 @@ function groupedBars(n: number, s: number, bucketSeconds: number): uPlot.Series.
   });
 }
 
-/** Width and height of an element, as they change. */
-function useSize(ref: React.RefObject<HTMLElement | null>) {
-  const [size, setSize] = useState<{ width: number; height: number } | null>(null);
-  useEffect(() => {
-    const el = ref.current;
-    if (!el) return;
-    const observer = new ResizeObserver(([entry]) => {
-      const { width, height } = entry.contentRect;
-      setSize((s) =>
-        s && Math.round(s.width) === Math.round(width) && Math.round(s.height) === Math.round(height)
-          ? s
-          : { width, height },
-      );
-    });
-    observer.observe(el);
-    return () => observer.disconnect();
-  }, [ref]);
-  return size;
-}
-
 export function SeriesChart({
   buckets,
   bucketSeconds,
@@ -78,93 +62,111 @@ export function SeriesChart({
   onPoint?: (bucket: number, series: number) => void;
 }) {
   const box = useRef<HTMLDivElement>(null);
-  const size = useSize(box);
-  const chart = useRef<uPlot | null>(null);
-  const [drawn, setDrawn] = useState(false);
   const onPointRef = useRef(onPoint);
   onPointRef.current = onPoint;
-  const hasSize = size !== null && size.width > 0;
+  const formatRef = useRef(format);
+  formatRef.current = format;
 
-  // biome-ignore lint/correctness/useExhaustiveDependencies: a new chart for new data; a new size only resizes it (below)
-  useEffect(() => {
+  useLayoutEffect(() => {
     const el = box.current;
-    if (!el || !hasSize || !size) return;
-    // Each point sits in the middle of its bucket; the x range covers whole buckets.
-    const xs = buckets.map((b) => b + bucketSeconds / 2);
-    let focused: number | null = null;
-    const opts: uPlot.Options = {
-      width: size.width,
-      height: size.height,
-      legend: { show: false },
-      cursor: { focus: { prox: 24 }, drag: { x: false, y: false } },
-      focus: { alpha: 0.35 },
-      scales: {
-        x: {
-          time: true,
-          range: () => [buckets[0] ?? 0, (buckets[buckets.length - 1] ?? 0) + bucketSeconds],
+    if (!el) return;
+    el.dataset.drawn = 'false';
+    let u: uPlot | null = null;
+    let click: (() => void) | null = null;
+    const make = (width: number, height: number) => {
+      // Each point sits in the middle of its bucket; the x range covers whole buckets.
+      const xs = buckets.map((b) => b + bucketSeconds / 2);
+      let focused: number | null = null;
+      const opts: uPlot.Options = {
+        width,
+        height,
+        legend: { show: false },
+        cursor: { focus: { prox: 24 }, drag: { x: false, y: false } },
+        focus: { alpha: 0.35 },
+        scales: {
+          x: {
+            time: true,
+            range: () => [buckets[0] ?? 0, (buckets[buckets.length - 1] ?? 0) + bucketSeconds],
+          },
+          y: { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.08 : 1] },
         },
-        y: { range: (_u, min, max) => [Math.min(0, min), max > 0 ? max * 1.08 : 1] },
-      },
-      axes: [
-        { stroke: '#5f6b7a', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e2e5ea' } },
-        {
-          stroke: '#5f6b7a',
-          grid: { stroke: '#eef0f3' },
-          ticks: { stroke: '#e2e5ea' },
-          size: 80,
-          values: (_u, vals) => vals.map((v) => format(v)),
-        },
-      ],
-      series: [
-        {},
-        ...series.map((s, i) => ({
-          label: s.label,
-          stroke: s.colour,
-          width: 2,
-          ...(kind === 'bar'
-            ? {
-                fill: `${s.colour}cc`,
-                paths: groupedBars(series.length, i, bucketSeconds),
-                points: { show: false },
-              }
-            : { points: { show: buckets.length <= 60, size: 5 }, spanGaps: false }),
-        })),
-      ],
-      hooks: {
-        setSeries: [
-          (_u, idx, o) => {
-            // uPlot passes { focus } when the cursor comes near a series (or leaves them all).
-            const focus = (o as { focus?: boolean }).focus;
-            if (focus !== undefined) focused = focus ? idx : null;
+        axes: [
+          { stroke: '#5f6b7a', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e2e5ea' } },
+          {
+            stroke: '#5f6b7a',
+            grid: { stroke: '#eef0f3' },
+            ticks: { stroke: '#e2e5ea' },
+            size: 80,
+            values: (_u, vals) => vals.map((v) => formatRef.current(v)),
           },
         ],
-      },
+        series: [
+          {},
+          ...series.map((s, i) => ({
+            label: s.label,
+            stroke: s.colour,
+            width: 2,
+            ...(kind === 'bar'
+              ? {
+                  fill: `${s.colour}cc`,
+                  paths: groupedBars(series.length, i, bucketSeconds),
+                  points: { show: false },
+                }
+              : { points: { show: buckets.length <= 60, size: 5 }, spanGaps: false }),
+          })),
+        ],
+        hooks: {
+          setSeries: [
+            (_u, idx, o) => {
+              // uPlot passes { focus } when the cursor comes near a series (or leaves them all).
+              const focus = (o as { focus?: boolean }).focus;
+              if (focus !== undefined) focused = focus ? idx : null;
+            },
+          ],
+          // uPlot draws in a microtask after it is made: still before the frame is painted.
+          ready: [
+            () => {
+              el.dataset.drawn = 'true';
+            },
+          ],
+        },
+      };
+      const data = [xs, ...series.map((s) => s.values)] as uPlot.AlignedData;
+      const chart = new uPlot(opts, data, el);
+      click = () => {
+        const idx = chart.cursor.idx;
+        const s = focused ?? (series.length === 1 ? 1 : null);
+        if (idx !== null && idx !== undefined && s !== null && onPointRef.current)
+          onPointRef.current(idx, s - 1);
+      };
+      chart.over.addEventListener('click', click);
+      if (onPointRef.current) chart.over.style.cursor = 'pointer';
+      return chart;
     };
-    const data = [xs, ...series.map((s) => s.values)] as uPlot.AlignedData;
-    const u = new uPlot(opts, data, el);
-    chart.current = u;
-    const click = () => {
-      const idx = u.cursor.idx;
-      const s = focused ?? (series.length === 1 ? 1 : null);
-      if (idx !== null && idx !== undefined && s !== null && onPointRef.current)
-        onPointRef.current(idx, s - 1);
-    };
-    u.over.addEventListener('click', click);
-    if (onPointRef.current) u.over.style.cursor = 'pointer';
-    setDrawn(true);
+    // The observer's first report comes in the frame's rendering steps, after the layout of this
+    // commit and before its paint: the chart is made then, at its box's size, with no layout forced
+    // here (every chart of the page is measured in the one layout); a box without a width yet
+    // (hidden) gets its chart when it has one, and a later change of size only resizes it.
+    let last = { width: 0, height: 0 };
+    const observer = new ResizeObserver(([entry]) => {
+      const next = {
+        width: Math.round(entry.contentRect.width),
+        height: Math.round(entry.contentRect.height),
+      };
+      if (next.width === last.width && next.height === last.height) return;
+      last = next;
+      if (next.width <= 0) return;
+      if (u) u.setSize(next);
+      else u = make(next.width, next.height);
+    });
+    observer.observe(el);
     return () => {
-      u.over.removeEventListener('click', click);
-      u.destroy();
-      chart.current = null;
-      setDrawn(false);
+      observer.disconnect();
+      if (u && click) u.over.removeEventListener('click', click);
+      u?.destroy();
+      el.dataset.drawn = 'false';
     };
-  }, [buckets, series, kind, bucketSeconds, hasSize]);
+  }, [buckets, series, kind, bucketSeconds]);
 
-  useEffect(() => {
-    if (size && size.width > 0) chart.current?.setSize({ width: size.width, height: size.height });
-  }, [size]);
-
-  return (
-    <div className="chart" ref={box} role="img" aria-label={label} data-drawn={drawn ? 'true' : 'false'} />
-  );
+  return <div className="chart" ref={box} role="img" aria-label={label} />;
 }

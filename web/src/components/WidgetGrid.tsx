@@ -1,4 +1,4 @@
-import { type ReactNode, useMemo } from 'react';
+import { type ReactNode, memo, useMemo } from 'react';
 import { GridLayout, type Layout, useContainerWidth } from 'react-grid-layout';
 import 'react-grid-layout/css/styles.css';
 import type { Widget } from '../lib/api-types.ts';
@@ -11,19 +11,23 @@ const NARROW = 720;
 
 /**
  * One grid of widgets (the dashboard's, or a section's) placed from layout_map; a widget is dragged
- * by its title bar and resized from its corner, and the new places are saved (a viewer's attempt
- * is refused by the API, and the page says so).
+ * by its title bar and resized from its corner, and the new places are saved; for a caller who may
+ * not change the dashboard they stay put. Memoised: the page re-renders it only when its
+ * widgets, their places or what they draw change.
  */
-export function WidgetGrid({
+export const WidgetGrid = memo(function WidgetGrid({
   widgets,
   layoutMap,
   onLayout,
   render,
+  editable = true,
 }: {
   widgets: Widget[];
   layoutMap: Record<string, unknown>;
   onLayout: (cells: Cell[]) => void;
   render: (w: Widget) => ReactNode;
+  /** False: the widgets stay where they are (a caller below editor may not move them). */
+  editable?: boolean;
 }) {
   const { width, containerRef, mounted } = useContainerWidth();
   const cells = useMemo(() => layoutOf(widgets, layoutMap), [widgets, layoutMap]);
@@ -56,8 +60,8 @@ export function WidgetGrid({
               margin: [MARGIN, MARGIN],
               containerPadding: [0, 0],
             }}
-            dragConfig={{ enabled: true, handle: '.widget-head', cancel: 'button, a, select, input' }}
-            resizeConfig={{ enabled: true, handles: ['se'] }}
+            dragConfig={{ enabled: editable, handle: '.widget-head', cancel: 'button, a, select, input' }}
+            resizeConfig={{ enabled: editable, handles: ['se'] }}
             onDragStop={save}
             onResizeStop={save}
           >
@@ -69,4 +73,4 @@ export function WidgetGrid({
       )}
     </div>
   );
-}
+});

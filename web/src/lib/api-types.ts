@@ -16,7 +16,11 @@ import type {
   Widget as WidgetSchema,
 } from '../../../src/schemas/dashboards.ts';
 import type { TokenUsagePage as TokenUsagePageSchema } from '../../../src/schemas/insights.ts';
-import type { Project as ProjectSchema, Run as RunSchema } from '../../../src/schemas/projects.ts';
+import type {
+  Project as ProjectSchema,
+  ProjectRole as ProjectRoleSchema,
+  Run as RunSchema,
+} from '../../../src/schemas/projects.ts';
 import type { RecordSchema } from '../../../src/schemas/records.ts';
 import type { ColumnDescriptor, SearchRecordsPage } from '../../../src/schemas/search.ts';
 import type {
@@ -34,6 +38,7 @@ import type { SignalsConfigurationEnvelope } from '../../../src/schemas/signals.
 
 export type ApiRecord = Static<typeof RecordSchema>;
 export type Project = Static<typeof ProjectSchema>;
+export type ProjectRole = Static<typeof ProjectRoleSchema>;
 export type Run = Static<typeof RunSchema>;
 export type Column = Static<typeof ColumnDescriptor>;
 export type RecordsPage = Static<typeof SearchRecordsPage>;

@@ -192,6 +192,26 @@ const COMPACT = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFra
 /** A count on an axis: 12K, 1.5M. */
 export const compactCount = (v: number) => COMPACT.format(v);
 
+// ---- long tables ---------------------------------------------------------------------------
+
+/**
+ * The rows of a long table of one-line rows that a scroll box shows, with `overscan` more on each
+ * side: rows [start, end). `offset` is the height above the first row inside the box (a header).
+ * Pure, for useRowWindow and for unit tests.
+ */
+export function rowWindow(
+  scrollTop: number,
+  viewport: number,
+  rowPx: number,
+  count: number,
+  overscan: number,
+  offset = 0,
+): { start: number; end: number } {
+  const first = Math.floor(Math.max(0, scrollTop - offset) / rowPx);
+  const last = Math.ceil(Math.max(0, scrollTop + viewport - offset) / rowPx);
+  return { start: Math.max(0, first - overscan), end: Math.min(count, last + overscan) };
+}
+
 // ---- drill-down --------------------------------------------------------------------------------
 
 /** The available columns of each record table of the log stream. */
@@ -264,24 +284,45 @@ export function drillDownHref(
   group: unknown,
   catalogues: Catalogues,
 ): string {
+  return drillDowns(runBase, dashboard, data, catalogues)(bucketStart, group);
+}
+
+/**
+ * drillDownHref for every point of one answer: the table and each group's filter are worked out
+ * once, not once per link (a table widget over months of hourly buckets has thousands).
+ */
+export function drillDowns(
+  runBase: string,
+  dashboard: Pick<Dashboard, 'filter_tree' | 'group_by'>,
+  data: Pick<DashboardData, 'start_time' | 'end_time' | 'interval_mins'>,
+  catalogues: Catalogues,
+): (bucketStart: number | null, group: unknown) => string {
   const tab = drillTab(dashboard.filter_tree, dashboard.group_by, catalogues);
-  const from = bucketStart === null ? data.start_time : Math.max(bucketStart, data.start_time);
-  const to =
-    bucketStart === null ? data.end_time : Math.min(bucketStart + data.interval_mins * 60, data.end_time);
-  const trees = [
-    dashboard.filter_tree as FilterTreeJson | null,
-    dashboard.group_by ? groupFilter(groupColumn(dashboard.group_by, catalogues[tab] ?? []), group) : null,
-  ].filter((t): t is FilterTreeJson => t !== null && t !== undefined);
-  const view = {
-    ...emptyView(),
-    filter: trees.length === 0 ? null : trees.length === 1 ? trees[0] : { and: trees },
-    range: {
-      kind: 'absolute' as const,
-      from: new Date(from * 1000).toISOString(),
-      to: new Date(to * 1000).toISOString(),
-    },
+  const column = dashboard.group_by ? groupColumn(dashboard.group_by, catalogues[tab] ?? []) : undefined;
+  // Each group's filter, as the query string's first parameter ('' for none).
+  const byGroup = new Map<unknown, string>();
+  const filterOf = (group: unknown) => {
+    let param = byGroup.get(group);
+    if (param === undefined) {
+      const trees = [
+        dashboard.filter_tree as FilterTreeJson | null,
+        dashboard.group_by ? groupFilter(column, group) : null,
+      ].filter((t): t is FilterTreeJson => t !== null && t !== undefined);
+      const filter = trees.length === 0 ? null : trees.length === 1 ? trees[0] : { and: trees };
+      param = viewToParams({ ...emptyView(), filter }).toString();
+      byGroup.set(group, param);
+    }
+    return param;
   };
-  return `${runBase}/${tab}?${viewToParams(view).toString()}`;
+  // viewToParams' from and to, as URLSearchParams writes them (an ISO time's only such character is ':').
+  const time = (seconds: number) => new Date(seconds * 1000).toISOString().replaceAll(':', '%3A');
+  return (bucketStart, group) => {
+    const from = bucketStart === null ? data.start_time : Math.max(bucketStart, data.start_time);
+    const to =
+      bucketStart === null ? data.end_time : Math.min(bucketStart + data.interval_mins * 60, data.end_time);
+    const filter = filterOf(group);
+    return `${runBase}/${tab}?${filter ? `${filter}&` : ''}from=${time(from)}&to=${time(to)}`;
+  };
 }
 
 // ---- the settings bar --------------------------------------------------------------------------

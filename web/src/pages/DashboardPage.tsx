@@ -3,7 +3,7 @@
  * then each section under its coloured heading), and the forms that add and edit widgets and
  * sections. Loaded on demand with the charting code (routes.tsx), so the record pages stay small.
  */
-import { useCallback, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { memo, useCallback, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import { useNavigate, useParams } from 'react-router';
 import { DashboardSettings, SETTINGS_FIELDS } from '../components/DashboardSettings.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -19,13 +19,16 @@ import {
   type Catalogues,
   type Cell,
   dataOf,
-  drillDownHref,
+  drillDowns,
   formatValue,
   mergedColumns,
   withCells,
 } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
+import { useAccess } from '../lib/access.tsx';
 import { FieldErrors } from '../lib/field-errors.ts';
+import { usePlainLinks } from '../lib/use-plain-links.ts';
+import { dashboardQueryRequest, dashboardRequest } from '../lib/requests.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
 
@@ -54,17 +57,21 @@ export function DashboardPage() {
   const { projectId = '', runId = '', dashboardId = '' } = useParams();
   const info = useRunInfo(projectId, 'log_streams', runId);
   const navigate = useNavigate();
+  // Editors change a dashboard; others see it without the controls the API would refuse them.
+  const editable = useAccess().can('editor');
   const trends = trendsPath(projectId, runId);
   const base = runBase(projectId, 'log_streams', runId);
-  const loaded = useApi(`dashboard/${dashboardId}`, () => get<Dashboard>(`${trends}/${dashboardId}`));
+  const dashboardReq = dashboardRequest(projectId, runId, dashboardId);
+  const loaded = useApi(dashboardReq.key, dashboardReq.load);
   const [local, setLocal] = useState<Dashboard | null>(null);
   const d = local?.id === dashboardId ? local : loaded.data;
   const [settingsErrors, setSettingsErrors] = useState(FieldErrors.none);
   const [failure, setFailure] = useState<Error | null>(null);
   const [editing, setEditing] = useState<Editing | null>(null);
 
-  // The query needs only the dashboard's id: it is sent with the dashboard's GET, not after it, and
-  // again when a change alters what it computes (not for a move, a rename or a favourite).
+  // The query needs only the dashboard's id: it is sent with the dashboard's GET, not after it (the
+  // route's loader starts both while this page's code loads), and again when a change alters what it
+  // computes (not for a move, a rename or a favourite).
   const [dataVersion, setDataVersion] = useState(0);
   const computedFor = useRef<string | null>(null);
   // Before paint, so that no frame shows the old data as current.
@@ -74,9 +81,8 @@ export function DashboardPage() {
     if (computedFor.current !== null && computedFor.current !== k) setDataVersion((v) => v + 1);
     computedFor.current = k;
   }, [d]);
-  const data = useApi(`${dashboardId}/${dataVersion}`, () =>
-    post<DashboardData>(`${trends}/${dashboardId}/query`, {}),
-  );
+  const queryReq = dashboardQueryRequest(projectId, runId, dashboardId, dataVersion);
+  const data = useApi(queryReq.key, queryReq.load);
   // A dashboard counts every record type: its choices are the columns of all three tables. Asked
   // once the query has answered, so as not to slow it down.
   const catalogues = useApi(data.data || data.error ? `columns/all/${runId}` : null, async () => {
@@ -122,33 +128,58 @@ export function DashboardPage() {
     saveDashboard(trends, dashboardId, { layout_map }).catch((err: Error) => setFailure(err));
   };
 
-  const hrefOf = useCallback(
-    (bucket: number | null, group: unknown) =>
-      d && data.data ? drillDownHref(base, d, data.data, bucket, group, catalogues.data ?? {}) : base,
-    [d, data.data, base, catalogues.data],
+  // The widgets re-render only when what they show changes (the data, the links, the dashboard),
+  // not for the page's other state (the column lists loading, a form opening): the callbacks they
+  // get keep their identity and read the page's latest state through a ref.
+  const latest = useRef({ act, saveLayout });
+  latest.current = { act, saveLayout };
+  const onLayout = useCallback((cells: Cell[]) => latest.current.saveLayout(cells), []);
+  const editWidget = useCallback(
+    (w: Widget) => setEditing({ kind: 'widget', widget: w, sectionId: w.section_id }),
+    [],
   );
+  const removeWidget = useCallback(
+    (w: Widget) => {
+      if (window.confirm(`Delete the widget "${w.name}"?`))
+        latest.current.act(() => del(`${trends}/${dashboardId}/widgets/${w.id}`)).catch(() => {});
+    },
+    [trends, dashboardId],
+  );
+  const filterKey = JSON.stringify(d?.filter_tree ?? null);
+  const groupBy = d?.group_by ?? null;
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the links depend on the dashboard's filter and group only (filterKey, groupBy), not on its name or layout
+  const hrefOf = useMemo(
+    () =>
+      d && data.data
+        ? drillDowns(base, d, data.data, catalogues.data ?? {})
+        : (_bucket: number | null, _group: unknown) => base,
+    [filterKey, groupBy, data.data, base, catalogues.data],
+  );
+  const plainLinks = usePlainLinks();
 
   const sections = d?.sections ?? [];
-  const renderWidget = (w: Widget) => (
-    <WidgetCard
-      widget={w}
-      data={data.data}
-      stale={!data.fresh}
-      hrefOf={hrefOf}
-      open={(href) => navigate(href)}
-      edit={() => setEditing({ kind: 'widget', widget: w, sectionId: w.section_id })}
-      remove={() => {
-        if (window.confirm(`Delete the widget "${w.name}"?`))
-          act(() => del(`${trends}/${dashboardId}/widgets/${w.id}`)).catch(() => {});
-      }}
-    />
+  const stale = !data.fresh;
+  const renderWidget = useCallback(
+    (w: Widget) => (
+      <WidgetCard
+        widget={w}
+        data={data.data}
+        stale={stale}
+        hrefOf={hrefOf}
+        open={navigate}
+        edit={editable ? editWidget : null}
+        remove={editable ? removeWidget : null}
+      />
+    ),
+    [data.data, stale, hrefOf, navigate, editWidget, removeWidget, editable],
   );
   const grid = (widgets: Widget[]) => (
     <WidgetGrid
       widgets={widgets}
       layoutMap={d?.layout_map ?? {}}
-      onLayout={saveLayout}
+      onLayout={onLayout}
       render={renderWidget}
+      editable={editable}
     />
   );
 
@@ -166,7 +197,15 @@ export function DashboardPage() {
       {loaded.error && <ErrorNote error={loaded.error} retry={loaded.reload} />}
       {!d && !loaded.error && <Loading what="the dashboard" />}
       {d && (
-        <div className="dashboard" data-dashboard-id={d.id} data-data-ready={drawn ? 'true' : 'false'}>
+        // Clicks on the widgets' plain links (legends, tables, figures) navigate within the console.
+        // biome-ignore lint/a11y/useKeyWithClickEvents: the clicks are the links' own (Enter on a link clicks it)
+        // biome-ignore lint/a11y/noStaticElementInteractions: as above: the element only passes its links' clicks on
+        <div
+          className="dashboard"
+          data-dashboard-id={d.id}
+          data-data-ready={drawn ? 'true' : 'false'}
+          onClick={plainLinks}
+        >
           <div className="section-head">
             <h1>{d.name}</h1>
             <button
@@ -174,32 +213,38 @@ export function DashboardPage() {
               className={d.is_favorited ? 'star on' : 'star'}
               aria-pressed={d.is_favorited}
               aria-label="Favourite"
+              disabled={!editable}
               onClick={() => change({ is_favorited: !d.is_favorited })}
             >
               {d.is_favorited ? '★' : '☆'}
             </button>
             {d.is_default && <span className="badge">Default</span>}
             <span className="spacer" />
-            <button
-              type="button"
-              className="button primary"
-              onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: null })}
-            >
-              Add widget
-            </button>
-            <button
-              type="button"
-              className="button"
-              onClick={() => setEditing({ kind: 'section', section: null })}
-            >
-              Add section
-            </button>
+            {editable && (
+              <>
+                <button
+                  type="button"
+                  className="button primary"
+                  onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: null })}
+                >
+                  Add widget
+                </button>
+                <button
+                  type="button"
+                  className="button"
+                  onClick={() => setEditing({ kind: 'section', section: null })}
+                >
+                  Add section
+                </button>
+              </>
+            )}
           </div>
           <DashboardSettings
             dashboard={d}
             columns={columnList}
             errors={settingsErrors.any ? settingsErrors : queryErrors}
             change={change}
+            readOnly={!editable}
           />
           {failure && <ErrorNote error={failure} />}
           {data.error && queryErrors.unplaced().length > 0 && (
@@ -250,7 +295,14 @@ export function DashboardPage() {
               <h2>No widgets yet</h2>
               <p>
                 A widget charts an aggregation (count, average, P95…) of a column per {d.interval_mins}-minute
-                bucket. Choose <strong>Add widget</strong> to make the first.
+                bucket.{' '}
+                {editable ? (
+                  <>
+                    Choose <strong>Add widget</strong> to make the first.
+                  </>
+                ) : (
+                  'An editor of the project adds them.'
+                )}
               </p>
             </div>
           )}
@@ -269,30 +321,34 @@ export function DashboardPage() {
                   {s.name}
                 </h2>
                 <span className="spacer" />
-                <button
-                  type="button"
-                  className="button small"
-                  onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: s.id })}
-                >
-                  Add widget<span className="visually-hidden"> to {s.name}</span>
-                </button>
-                <button
-                  type="button"
-                  className="button small ghost"
-                  onClick={() => setEditing({ kind: 'section', section: s })}
-                >
-                  Edit section<span className="visually-hidden"> {s.name}</span>
-                </button>
-                <button
-                  type="button"
-                  className="button small ghost danger"
-                  onClick={() => {
-                    if (window.confirm(`Delete the section "${s.name}" and its widgets?`))
-                      act(() => del(`${trends}/${dashboardId}/sections/${s.id}`)).catch(() => {});
-                  }}
-                >
-                  Delete section<span className="visually-hidden"> {s.name}</span>
-                </button>
+                {editable && (
+                  <>
+                    <button
+                      type="button"
+                      className="button small"
+                      onClick={() => setEditing({ kind: 'widget', widget: null, sectionId: s.id })}
+                    >
+                      Add widget<span className="visually-hidden"> to {s.name}</span>
+                    </button>
+                    <button
+                      type="button"
+                      className="button small ghost"
+                      onClick={() => setEditing({ kind: 'section', section: s })}
+                    >
+                      Edit section<span className="visually-hidden"> {s.name}</span>
+                    </button>
+                    <button
+                      type="button"
+                      className="button small ghost danger"
+                      onClick={() => {
+                        if (window.confirm(`Delete the section "${s.name}" and its widgets?`))
+                          act(() => del(`${trends}/${dashboardId}/sections/${s.id}`)).catch(() => {});
+                      }}
+                    >
+                      Delete section<span className="visually-hidden"> {s.name}</span>
+                    </button>
+                  </>
+                )}
               </div>
               {s.widgets.length ? grid(s.widgets) : <p className="muted">No widgets in this section yet.</p>}
             </section>
@@ -303,7 +359,7 @@ export function DashboardPage() {
   );
 }
 
-function WidgetCard({
+const WidgetCard = memo(function WidgetCard({
   widget,
   data,
   stale,
@@ -317,8 +373,9 @@ function WidgetCard({
   stale: boolean;
   hrefOf: (bucket: number | null, group: unknown) => string;
   open: (href: string) => void;
-  edit: () => void;
-  remove: () => void;
+  /** Null: the caller may not change widgets (no buttons). */
+  edit: ((w: Widget) => void) | null;
+  remove: ((w: Widget) => void) | null;
 }) {
   const computed = dataOf(data, widget.id);
   const series = useMemo(() => computed?.series ?? [], [computed]);
@@ -337,12 +394,26 @@ function WidgetCard({
           {AGGREGATION_LABELS[widget.aggregation] ?? widget.aggregation} of {widget.metric}
         </span>
         <span className="spacer" />
-        <button type="button" className="icon-button" onClick={edit} aria-label={`Edit ${widget.name}`}>
-          ✎
-        </button>
-        <button type="button" className="icon-button" onClick={remove} aria-label={`Delete ${widget.name}`}>
-          ×
-        </button>
+        {edit && (
+          <button
+            type="button"
+            className="icon-button"
+            onClick={() => edit(widget)}
+            aria-label={`Edit ${widget.name}`}
+          >
+            ✎
+          </button>
+        )}
+        {remove && (
+          <button
+            type="button"
+            className="icon-button"
+            onClick={() => remove(widget)}
+            aria-label={`Delete ${widget.name}`}
+          >
+            ×
+          </button>
+        )}
       </header>
       <div className="widget-body">
         {!data || !computed ? (
@@ -363,4 +434,4 @@ function WidgetCard({
       </div>
     </article>
   );
-}
+});

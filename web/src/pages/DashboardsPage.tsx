@@ -8,6 +8,7 @@ import { del, get, post, put } from '../lib/api.ts';
 import type { Dashboard } from '../lib/api-types.ts';
 import { intervalLabel, rangeLabel } from '../lib/dashboard-view.ts';
 import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
+import { useAccess } from '../lib/access.tsx';
 import { FieldErrors } from '../lib/field-errors.ts';
 import { useApi } from '../lib/use-api.ts';
 
@@ -49,6 +50,8 @@ export function DashboardsPage() {
   const { projectId = '', runId = '' } = useParams();
   const info = useRunInfo(projectId, 'log_streams', runId);
   const navigate = useNavigate();
+  // Editors create, rename, favourite and delete; others see the list.
+  const editable = useAccess().can('editor');
   const trends = trendsPath(projectId, runId);
   const list = useApi(`dashboards/${runId}`, () => get<Dashboard[]>(trends));
   const [renaming, setRenaming] = useState<string | null>(null);
@@ -73,14 +76,16 @@ export function DashboardsPage() {
       <RunHeader projectId={projectId} kind="log_streams" runId={runId} info={info} />
       <div className="section-head">
         <h1>Dashboards</h1>
-        <CreateForm
-          label="New dashboard name"
-          button="Create dashboard"
-          create={async (name) => {
-            const d = await post<Dashboard>(trends, { name });
-            navigate(`${base}/${d.id}`);
-          }}
-        />
+        {editable && (
+          <CreateForm
+            label="New dashboard name"
+            button="Create dashboard"
+            create={async (name) => {
+              const d = await post<Dashboard>(trends, { name });
+              navigate(`${base}/${d.id}`);
+            }}
+          />
+        )}
       </div>
       {failure && <ErrorNote error={failure} />}
       {list.error && <ErrorNote error={list.error} retry={list.reload} />}
@@ -91,13 +96,17 @@ export function DashboardsPage() {
           <p>
             Each log stream has a default dashboard of trends: widgets that chart an aggregation of a column
             per time bucket.{' '}
-            <button
-              type="button"
-              className="button"
-              onClick={() => act(async () => navigate(`${base}/${(await put<Dashboard>(trends, {})).id}`))}
-            >
-              Create the default dashboard
-            </button>
+            {editable ? (
+              <button
+                type="button"
+                className="button"
+                onClick={() => act(async () => navigate(`${base}/${(await put<Dashboard>(trends, {})).id}`))}
+              >
+                Create the default dashboard
+              </button>
+            ) : (
+              'An editor of the project makes it.'
+            )}
           </p>
         </div>
       )}
@@ -128,6 +137,7 @@ export function DashboardsPage() {
                       className={d.is_favorited ? 'star on' : 'star'}
                       aria-pressed={d.is_favorited}
                       aria-label={`Favourite ${d.name}`}
+                      disabled={!editable}
                       onClick={() =>
                         act(() => saveDashboard(trends, d.id, { is_favorited: !d.is_favorited }))
                       }
@@ -160,19 +170,27 @@ export function DashboardsPage() {
                     , by {intervalLabel(d.interval_mins)}
                   </td>
                   <td className="row-actions">
-                    <button type="button" className="button small ghost" onClick={() => setRenaming(d.id)}>
-                      Rename<span className="visually-hidden"> {d.name}</span>
-                    </button>
-                    <button
-                      type="button"
-                      className="button small ghost danger"
-                      onClick={() => {
-                        if (window.confirm(`Delete the dashboard "${d.name}" and its widgets?`))
-                          act(() => del(`${trends}/${d.id}`));
-                      }}
-                    >
-                      Delete<span className="visually-hidden"> {d.name}</span>
-                    </button>
+                    {editable && (
+                      <>
+                        <button
+                          type="button"
+                          className="button small ghost"
+                          onClick={() => setRenaming(d.id)}
+                        >
+                          Rename<span className="visually-hidden"> {d.name}</span>
+                        </button>
+                        <button
+                          type="button"
+                          className="button small ghost danger"
+                          onClick={() => {
+                            if (window.confirm(`Delete the dashboard "${d.name}" and its widgets?`))
+                              act(() => del(`${trends}/${d.id}`));
+                          }}
+                        >
+                          Delete<span className="visually-hidden"> {d.name}</span>
+                        </button>
+                      </>
+                    )}
                   </td>
                 </tr>
               ))}

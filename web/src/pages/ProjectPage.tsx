@@ -2,6 +2,7 @@ import { Link, useNavigate, useParams } from 'react-router';
 import { CreateForm } from '../components/CreateForm.tsx';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
+import { useAccess } from '../lib/access.tsx';
 import { get, post } from '../lib/api.ts';
 import type { Project, Run, RunKind } from '../lib/api-types.ts';
 import { formatCount, formatTime } from '../lib/format.ts';
@@ -16,18 +17,22 @@ function RunList({ projectId, kind }: { projectId: string; kind: RunKind }) {
   const runs = useApi(`${projectId}/${kind}`, () => get<Run[]>(`/v2/projects/${projectId}/${kind}`));
   const navigate = useNavigate();
   const label = KIND_LABEL[kind];
+  // Editors create log streams and experiments.
+  const editable = useAccess().can('editor');
   return (
     <section className="section" aria-labelledby={`${kind}-title`}>
       <div className="section-head">
         <h2 id={`${kind}-title`}>{label.title}</h2>
-        <CreateForm
-          label={`New ${label.one} name`}
-          button={`Create ${label.one}`}
-          create={async (name) => {
-            const run = await post<Run>(`/v2/projects/${projectId}/${kind}`, { name });
-            navigate(`/projects/${projectId}/${kind}/${run.id}/traces`);
-          }}
-        />
+        {editable && (
+          <CreateForm
+            label={`New ${label.one} name`}
+            button={`Create ${label.one}`}
+            create={async (name) => {
+              const run = await post<Run>(`/v2/projects/${projectId}/${kind}`, { name });
+              navigate(`/projects/${projectId}/${kind}/${run.id}/traces`);
+            }}
+          />
+        )}
       </div>
       {runs.error && <ErrorNote error={runs.error} retry={runs.reload} />}
       {!runs.data && !runs.error && <Loading what={label.title.toLowerCase()} />}
@@ -67,6 +72,8 @@ function RunList({ projectId, kind }: { projectId: string; kind: RunKind }) {
 export function ProjectPage() {
   const { projectId = '' } = useParams();
   const project = useApi(projectId, () => get<Project>(`/v2/projects/${projectId}`));
+  // Annotation queues are for annotators and up.
+  const annotator = useAccess().can('annotator');
   return (
     <>
       <Crumbs items={[{ label: 'Projects', to: '/' }, { label: project.data?.name ?? '…' }]} />
@@ -77,9 +84,11 @@ export function ProjectPage() {
           <div className="page-head">
             <h1>{project.data?.name ?? 'Project'}</h1>
             <span className="muted mono">{projectId}</span>
-            <Link to={`/projects/${projectId}/annotation_queues`} className="button small">
-              Annotation queues
-            </Link>
+            {annotator && (
+              <Link to={`/projects/${projectId}/annotation_queues`} className="button small">
+                Annotation queues
+              </Link>
+            )}
             <Link to={`/projects/${projectId}/collaborators`} className="button small">
               Collaborators
             </Link>

@@ -4,6 +4,7 @@ import { AnnotationField, type SaveState } from '../components/AnnotationField.t
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useUser } from '../components/Layout.tsx';
+import { useAccess } from '../lib/access.tsx';
 import { QueueProgressView } from '../components/QueueProgressView.tsx';
 import { RecordPanel } from '../components/RecordPanel.tsx';
 import { keyEffect, moveOf, ownValues } from '../lib/annotation-keys.ts';
@@ -63,6 +64,8 @@ export function QueuePage() {
   const { projectId = '', queueId = '' } = useParams();
   const [params, setParams] = useSearchParams();
   const me = useUser();
+  const access = useAccess();
+  const annotator = access.can('annotator');
   const index = Math.max(0, Number.parseInt(params.get('i') ?? '0', 10) || 0);
   const base = `/v2/projects/${projectId}/annotation_queues/${queueId}`;
 
@@ -249,22 +252,29 @@ export function QueuePage() {
               {fields.length === 0 && templates.data && (
                 <p className="muted">This queue has no templates: nothing to annotate.</p>
               )}
-              {fields.map((t, i) => (
-                <AnnotationField
-                  key={`${recordId}/${t.id}`}
-                  template={t}
-                  value={values[t.id]}
-                  active={i === active}
-                  state={states[t.id] ?? null}
-                  onSet={(v) => save(t, v)}
-                  onClear={() => save(t, undefined)}
-                  onActivate={() => setActive(i)}
-                  inputRef={(el) => {
-                    if (el) inputs.current.set(t.id, el);
-                    else inputs.current.delete(t.id);
-                  }}
-                />
-              ))}
+              {access.role && !annotator && (
+                <p className="muted">
+                  Annotating needs the annotator role on the project: this is read only.
+                </p>
+              )}
+              <fieldset className="plain" disabled={!annotator}>
+                {fields.map((t, i) => (
+                  <AnnotationField
+                    key={`${recordId}/${t.id}`}
+                    template={t}
+                    value={values[t.id]}
+                    active={i === active}
+                    state={states[t.id] ?? null}
+                    onSet={(v) => save(t, v)}
+                    onClear={() => save(t, undefined)}
+                    onActivate={() => setActive(i)}
+                    inputRef={(el) => {
+                      if (el) inputs.current.set(t.id, el);
+                      else inputs.current.delete(t.id);
+                    }}
+                  />
+                ))}
+              </fieldset>
             </section>
           )}
           <QueueProgressView progress={progress.data} error={progress.error} meId={me?.id} />

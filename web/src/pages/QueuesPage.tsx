@@ -3,6 +3,7 @@ import { Link, useParams } from 'react-router';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useUser } from '../components/Layout.tsx';
+import { useAccess } from '../lib/access.tsx';
 import { api, get, post } from '../lib/api.ts';
 import type { AnnotationQueue, AnnotationTemplate, Project } from '../lib/api-types.ts';
 import { formatCount, formatTime } from '../lib/format.ts';
@@ -91,10 +92,13 @@ function QueueRow({
   projectId,
   queue,
   changed,
+  editable,
 }: {
   projectId: string;
   queue: AnnotationQueue;
   changed: () => void;
+  /** An editor of the project: may rename and delete it. */
+  editable: boolean;
 }) {
   const [mode, setMode] = useState<'view' | 'rename' | 'delete'>('view');
   const [error, setError] = useState<string | null>(null);
@@ -161,7 +165,8 @@ function QueueRow({
               </button>
             </>
           ) : (
-            mode === 'view' && (
+            mode === 'view' &&
+            editable && (
               <>
                 <button
                   type="button"
@@ -191,8 +196,13 @@ function QueueRow({
 /** A project's annotation queues (annotators see those they are members of), and a new one. */
 export function QueuesPage() {
   const { projectId = '' } = useParams();
+  // Editors make, rename and delete queues; annotators see theirs; viewers have none.
+  const access = useAccess();
+  const editable = access.can('editor');
+  const viewer = access.role !== null && !access.can('annotator');
   const project = useApi(`project/${projectId}`, () => get<Project>(`/v2/projects/${projectId}`));
-  const queues = useApi(`queues/${projectId}`, () =>
+  // Asked once the role is known: a viewer's request would only be refused.
+  const queues = useApi(viewer || access.loading ? null : `queues/${projectId}`, () =>
     get<AnnotationQueue[]>(`/v2/projects/${projectId}/annotation_queues`),
   );
   const templates = useApi(`templates/${projectId}`, () =>
@@ -211,8 +221,13 @@ export function QueuesPage() {
         <h1>Annotation queues</h1>
         <span className="muted">Records handed to reviewers, one at a time</span>
       </div>
+      {viewer && (
+        <p className="muted" role="note">
+          Annotation queues are for the project's annotators and editors; your role on it is viewer.
+        </p>
+      )}
       {queues.error && <ErrorNote error={queues.error} retry={queues.reload} />}
-      {!queues.data && !queues.error && <Loading what="the queues" />}
+      {!viewer && !queues.data && !queues.error && <Loading what="the queues" />}
       {queues.data?.length === 0 && <p className="muted">No annotation queues yet.</p>}
       {queues.data && queues.data.length > 0 && (
         <div className="table-wrap">
@@ -239,14 +254,20 @@ export function QueuesPage() {
             </thead>
             <tbody>
               {queues.data.map((q) => (
-                <QueueRow key={q.id} projectId={projectId} queue={q} changed={queues.reload} />
+                <QueueRow
+                  key={q.id}
+                  projectId={projectId}
+                  queue={q}
+                  changed={queues.reload}
+                  editable={editable}
+                />
               ))}
             </tbody>
           </table>
         </div>
       )}
       {templates.error && <ErrorNote error={templates.error} retry={templates.reload} />}
-      {templates.data && (
+      {templates.data && editable && (
         <section className="section">
           <CreateQueue projectId={projectId} templates={templates.data} created={queues.reload} />
         </section>
