@@ -14,6 +14,7 @@
  *   npm run bench:growth                                        # SQLite: 1M, 5M, 10M
  *   npm run bench:growth -- --store postgres --sizes 1000000,5000000
  *   npm run bench:growth -- --sizes 100000,300000 --iterations 20 --svg /tmp/growth.svg
+ *   npm run bench:growth -- --replot docs/growth-sqlite.json      # table and plot from saved figures
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -40,6 +41,8 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '4' },
     port: { type: 'string', default: '18700' },
     svg: { type: 'string' },
+    /** Draw the table and plot again from a run's saved figures (the .json beside its plot). */
+    replot: { type: 'string' },
     'database-url': { type: 'string' },
   },
 });
@@ -212,8 +215,10 @@ function table(stages: Stage[]): string {
 function svg(stages: Stage[]): string {
   const W = 460;
   const H = 300;
-  const pad = { l: 60, r: 10, t: 30, b: 40 };
+  const pad = { l: 60, r: 40, t: 30, b: 40 };
   const colors = [
+    '#17becf',
+    '#8c564b',
     '#4e79a7',
     '#f28e2b',
     '#e15759',
@@ -228,26 +233,46 @@ function svg(stages: Stage[]): string {
   ];
   const xs = stages.map((s) => s.records);
   const xMax = Math.max(...xs);
-  const panel = (ox: number, title: string, unit: string, series: { name: string; ys: number[] }[]) => {
-    const yMax = Math.max(1, ...series.flatMap((s) => s.ys)) * 1.1;
+  const panel = (
+    ox: number,
+    title: string,
+    unit: string,
+    series: { name: string; ys: number[] }[],
+    log: boolean,
+    firstColor: number,
+  ) => {
+    const yMax = log
+      ? 10 ** Math.ceil(Math.log10(Math.max(10, ...series.flatMap((s) => s.ys))))
+      : Math.max(1, ...series.flatMap((s) => s.ys)) * 1.1;
+    const yMin = log
+      ? 10 ** Math.floor(Math.log10(Math.max(0.1, Math.min(...series.flatMap((s) => s.ys)))))
+      : 0;
+    const frac = (y: number) =>
+      log
+        ? (Math.log10(Math.max(y, yMin)) - Math.log10(yMin)) / (Math.log10(yMax) - Math.log10(yMin))
+        : y / yMax;
     const xAt = (x: number) => ox + pad.l + (x / xMax) * (W - pad.l - pad.r);
-    const yAt = (y: number) => pad.t + (1 - y / yMax) * (H - pad.t - pad.b);
+    const yAt = (y: number) => pad.t + (1 - frac(y)) * (H - pad.t - pad.b);
     const parts = [
       `<text x="${ox + W / 2}" y="18" text-anchor="middle" font-weight="bold">${title}</text>`,
       `<line x1="${xAt(0)}" y1="${yAt(0)}" x2="${xAt(xMax)}" y2="${yAt(0)}" stroke="#333"/>`,
       `<line x1="${xAt(0)}" y1="${yAt(0)}" x2="${xAt(0)}" y2="${yAt(yMax)}" stroke="#333"/>`,
       `<text x="${ox + 14}" y="${pad.t - 8}">${unit}</text>`,
     ];
-    for (let k = 0; k <= 4; k++) {
-      const y = (yMax / 4) * k;
+    const ticks = log
+      ? Array.from({ length: Math.round(Math.log10(yMax / yMin)) + 1 }, (_, k) => yMin * 10 ** k)
+      : Array.from({ length: 5 }, (_, k) => (yMax / 4) * k);
+    for (const y of ticks) {
       parts.push(
-        `<text x="${xAt(0) - 4}" y="${yAt(y) + 4}" text-anchor="end">${y >= 100 ? Math.round(y) : y.toFixed(1)}</text>`,
+        `<text x="${xAt(0) - 4}" y="${yAt(y) + 4}" text-anchor="end">${y >= 100 ? Math.round(y) : y >= 1 ? y.toFixed(0) : y.toFixed(1)}</text>`,
       );
     }
     for (const x of xs)
-      parts.push(`<text x="${xAt(x)}" y="${H - pad.b + 16}" text-anchor="middle">${x / 1e6}M</text>`);
+      parts.push(
+        `<text x="${xAt(x)}" y="${H - pad.b + 16}" text-anchor="middle">${(x / 1e6).toFixed(1)}M</text>`,
+      );
     series.forEach((s, i) => {
-      const c = colors[i % colors.length];
+      const c = colors[(firstColor + i) % colors.length];
       parts.push(
         `<polyline fill="none" stroke="${c}" stroke-width="2" points="${s.ys.map((y, j) => `${xAt(xs[j]).toFixed(1)},${yAt(y).toFixed(1)}`).join(' ')}"/>`,
         ...s.ys.map(
@@ -255,18 +280,30 @@ function svg(stages: Stage[]): string {
         ),
       );
     });
-    return { parts, legend: series.map((s, i) => ({ name: s.name, color: colors[i % colors.length] })) };
+    return {
+      parts,
+      legend: series.map((s, i) => ({ name: s.name, color: colors[(firstColor + i) % colors.length] })),
+    };
   };
   const left = panel(
     0,
-    `p95 by size (${STORE})`,
+    `p95 by size (${STORE}, log scale)`,
     'ms',
     stages[0].queries.map((q, i) => ({ name: q.name, ys: stages.map((s) => s.queries[i].p95) })),
+    true,
+    0,
   );
-  const right = panel(W, `rates by size (${STORE})`, 'records/s', [
-    { name: 'ingest (HTTP)', ys: stages.map((s) => s.ingestRate) },
-    { name: 'searchable', ys: stages.map((s) => s.searchableRate) },
-  ]);
+  const right = panel(
+    W,
+    `rates by size (${STORE})`,
+    'records/s',
+    [
+      { name: 'ingest (HTTP)', ys: stages.map((s) => s.ingestRate) },
+      { name: 'searchable', ys: stages.map((s) => s.searchableRate) },
+    ],
+    false,
+    stages[0].queries.length,
+  );
   const legend = [...left.legend, ...right.legend].map(
     (l, i) =>
       `<rect x="${10 + (i % 3) * 300}" y="${H + 10 + Math.floor(i / 3) * 18}" width="10" height="10" fill="${l.color}"/>` +
@@ -280,7 +317,19 @@ ${[...left.parts, ...right.parts, ...legend].join('\n')}
 `;
 }
 
+/** The table and the plot, and the figures beside the plot (to draw them again with --replot). */
+function report(stages: Stage[]): void {
+  console.log(table(stages));
+  fs.writeFileSync(SVG, svg(stages));
+  fs.writeFileSync(SVG.replace(/\.svg$/, '.json'), `${JSON.stringify(stages, null, 2)}\n`);
+  console.log(`\nplot: ${SVG}`);
+}
+
 async function main() {
+  if (args.replot) {
+    report(JSON.parse(fs.readFileSync(args.replot, 'utf8')) as Stage[]);
+    return;
+  }
   if (STORE === 'postgres') await createPgSchema(DB_URL, SCHEMA);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-growth-'));
   const server = await startChildServer({
@@ -345,10 +394,7 @@ async function main() {
     fs.rmSync(dataDir, { recursive: true, force: true });
     if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
   }
-  if (stages.length) {
-    fs.writeFileSync(SVG, svg(stages));
-    console.log(`\nplot: ${SVG}`);
-  }
+  if (stages.length) report(stages);
 }
 
 main().catch((err) => {
