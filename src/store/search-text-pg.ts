@@ -272,9 +272,13 @@ export function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
  * term shorter than a trigram, or case-sensitive with a capital sigma), or that hit more than
  * `cap` records, get none (they scan); so do all when more than that are queued. Must run in the
  * page query's snapshot.
+ *
+ * The cap is 2,000 records: a term in more records than that fills a page soon enough walking the
+ * run in order, while listing its blocks and ids cost more than the search (a common term over
+ * 200,000 records: 200 ms p50 through the API with a cap of 20,000, against 35 ms for the walk).
  */
 export class PgTextCandidates implements TextCandidateSource {
-  constructor(public cap = 20_000) {}
+  constructor(public cap = 2_000) {}
 
   async candidates(
     db: Kysely<DB>,
