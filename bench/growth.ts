@@ -25,10 +25,10 @@ import { pct } from './lib/report.ts';
 import {
   call,
   createPgSchema,
-  dirFiles,
   dropPgSchema,
   pgSchemaBytes,
   poster,
+  restingFiles,
   startChildServer,
   textBacklog,
 } from './lib/server.ts';
@@ -120,13 +120,7 @@ const mb = (b: number) => `${(b / 2 ** 20).toFixed(0)} MB`;
 /** Bytes of the store at rest: SQLite files once the server has truncated its WALs (up to 30 s). */
 async function storeBytes(server: Server): Promise<number> {
   if (STORE === 'postgres') return pgSchemaBytes(DB_URL, SCHEMA);
-  const until = performance.now() + 30_000;
-  let files = dirFiles(server.dataDir);
-  while (performance.now() < until && Object.entries(files).some(([f, b]) => f.endsWith('-wal') && b > 0)) {
-    await new Promise((r) => setTimeout(r, 1000));
-    files = dirFiles(server.dataDir);
-  }
-  return Object.entries(files)
+  return Object.entries(await restingFiles(server.dataDir))
     .filter(([f]) => /\.db(-wal|-shm)?$/.test(f))
     .reduce((a, [, b]) => a + b, 0);
 }

@@ -32,6 +32,7 @@ import {
   dropPgSchema,
   pgSchemaBytes,
   poster,
+  restingFiles,
   startChildServer,
   textBacklog,
 } from './lib/server.ts';
@@ -210,16 +211,7 @@ async function httpPhase() {
         : { [`schema ${schema}`]: await pgSchemaBytes(pgUrl as string, schema) };
     const total = (f: Record<string, number>) => Object.values(f).reduce((a, b) => a + b, 0);
     const busyDisk = total(await sizes());
-    const restUntil = performance.now() + 30_000;
-    let files = await sizes();
-    while (
-      store === 'sqlite' &&
-      performance.now() < restUntil &&
-      Object.entries(files).some(([f, b]) => f.endsWith('-wal') && b > 0)
-    ) {
-      await new Promise((r) => setTimeout(r, 1000));
-      files = await sizes();
-    }
+    const files = store === 'sqlite' ? await restingFiles(dataDir) : await sizes();
     const disk = total(files);
     const check = await call(server, 'GET', `/v2/projects/${projectId}/log_streams/${logStreamId}`);
     const stored = Number(check.body.num_traces) * RECORDS_PER_TRACE;

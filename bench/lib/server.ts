@@ -203,6 +203,20 @@ export function dirFiles(dir: string, out: Record<string, number> = {}, prefix =
   return out;
 }
 
+/**
+ * A SQLite store's files at rest: once the server has truncated its WALs after 10 s without writes
+ * (waited for up to `maxMs`).
+ */
+export async function restingFiles(dir: string, maxMs = 30_000): Promise<Record<string, number>> {
+  const until = performance.now() + maxMs;
+  let files = dirFiles(dir);
+  while (performance.now() < until && Object.entries(files).some(([f, b]) => f.endsWith('-wal') && b > 0)) {
+    await new Promise((r) => setTimeout(r, 1000));
+    files = dirFiles(dir);
+  }
+  return files;
+}
+
 /** Bytes of a PostgreSQL schema's tables with their indexes and TOAST. */
 export async function pgSchemaBytes(url: string, schema: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });

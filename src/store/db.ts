@@ -28,11 +28,6 @@ export interface Store {
   pool: pg.Pool | null;
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
-  /**
-   * Ingest writes of this process under way, for background work that should yield to them (none
-   * reads it now: the PostgreSQL text indexer no longer pauses for ingestion).
-   */
-  ingestsInFlight?: number;
   /** Called once the schema is migrated: starts background work that must not race migrations. */
   migrated?(): void;
   close(): Promise<void>;

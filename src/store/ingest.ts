@@ -221,10 +221,6 @@ class SqliteIngest implements IngestStore {
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
-    this.store.ingestsInFlight = (this.store.ingestsInFlight ?? 0) + 1;
-    const done = () => {
-      (this.store.ingestsInFlight as number)--;
-    };
     return new Promise<FlowResult<R>>((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
       this.queuedRecords += records;
@@ -232,7 +228,7 @@ class SqliteIngest implements IngestStore {
         this.draining = true;
         this.schedule();
       }
-    }).finally(done);
+    });
   }
 
   /**
@@ -526,15 +522,6 @@ class PgIngest implements IngestStore {
   }
 
   async run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
-    this.store.ingestsInFlight = (this.store.ingestsInFlight ?? 0) + 1;
-    try {
-      return await this.runOnce(flow);
-    } finally {
-      this.store.ingestsInFlight--;
-    }
-  }
-
-  private async runOnce<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
     for (let attempt = 0; ; attempt++) {
       const client = await this.pool.connect();
       let broken = false;
