@@ -15,6 +15,7 @@
  *   npm run bench:growth -- --store postgres --sizes 1000000,5000000
  *   npm run bench:growth -- --sizes 100000,300000 --iterations 20 --svg /tmp/growth.svg
  *   npm run bench:growth -- --replot docs/growth-sqlite.json      # table and plot from saved figures
+ *   npm run bench:growth -- --sizes 1000000 --keep               # keep the store to look into it
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -43,6 +44,8 @@ const { values: args } = parseArgs({
     svg: { type: 'string' },
     /** Draw the table and plot again from a run's saved figures (the .json beside its plot). */
     replot: { type: 'string' },
+    /** Keep the store at the end (SQLite data directory, PostgreSQL schema) and print where it is. */
+    keep: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
   },
 });
@@ -385,8 +388,11 @@ async function main() {
     }
   } finally {
     await server.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-    if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
+    if (args.keep) console.log(`kept: ${STORE === 'postgres' ? `schema ${SCHEMA}` : dataDir}`);
+    else {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
+    }
   }
   if (stages.length) report(stages);
 }
