@@ -2,7 +2,7 @@
  * Sustained load: a real Spanbase server (child process, loopback) under concurrent ingestion and
  * searches for a bounded time. Prints requests, errors (must be 0), latency percentiles per kind,
  * the server's RSS over time and the trend of its private part (RssAnon, where a leak shows; the
- * rest is database pages mapped by the search threads), and whether every acknowledged record is
+ * rest is mostly the program's code and libraries), and whether every acknowledged record is
  * counted.
  *
  *   npm run bench:load                         # SQLite, 60 s
@@ -385,8 +385,8 @@ async function main() {
     if (firstErrors.length) process.stdout.write(`first errors:\n  ${firstErrors.join('\n  ')}\n`);
 
     // RSS: the series, and the trend after the first third (warm-up: caches and pools fill). The trend
-    // is that of the private part (RssAnon), where a leak shows: the rest is mostly database pages
-    // the search threads map, which grows with the data written during the run.
+    // is that of the private part (RssAnon), where a leak shows: the rest is mostly the program's
+    // code and libraries.
     process.stdout.write(
       `RSS (MB) every ${SAMPLE_EVERY} s: ${rssSeries.map((p) => p.mb.toFixed(0)).join(' ')}\n` +
         `  of which private (RssAnon): ${rssSeries.map((p) => p.anon.toFixed(0)).join(' ')}\n`,
