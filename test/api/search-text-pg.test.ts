@@ -217,5 +217,12 @@ if (storesUnderTest().includes('postgres')) {
         await Promise.all(others.map((o) => o.close()));
       }
     });
+
+    test('the blocks go straight into their GIN index: no pending list for searches to read', async () => {
+      const { rows } = await sql<{ options: string[] | null }>`
+        select c.reloptions as options from pg_class c
+        where c.oid = to_regclass('text_blocks_grams')`.execute(db());
+      assert.deepEqual(rows[0]?.options, ['fastupdate=off']);
+    });
   });
 }

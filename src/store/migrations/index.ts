@@ -15,6 +15,7 @@ import * as consoleSessions from './011_console_sessions.ts';
 import * as metadataIndex from './014_metadata_index.ts';
 import * as pgTextBlocks from './015_pg_text_blocks.ts';
 import * as pageSize16k from './016_page_size_16k.ts';
+import * as pgTextGinDirect from './017_pg_text_gin_direct.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +35,5 @@ export const migrations: Record<string, Migration> = {
   '014_metadata_index': metadataIndex,
   '015_pg_text_blocks': pgTextBlocks,
   '016_page_size_16k': pageSize16k,
+  '017_pg_text_gin_direct': pgTextGinDirect,
 };
