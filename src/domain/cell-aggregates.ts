@@ -206,6 +206,77 @@ function swap(a: Float64Array, i: number, j: number): void {
   a[j] = t;
 }
 
+/** One read of a grouped scan: per record its bucket (or one for all), group index and metric values. */
+interface ScanRead {
+  bucket: number | Int32Array;
+  group: Int32Array;
+  metrics: (Float64Array | null)[];
+}
+
+/** The cells of the shown groups (`placeOf`: a group index's place among them, or -1) over `reads`. */
+function shownCells(
+  reads: readonly ScanRead[],
+  specs: readonly AggregateSpec[],
+  shown: readonly unknown[],
+  placeOf: Int32Array,
+): CellTable {
+  // Cell ids are dense: (bucket - first bucket) × shown groups + the group's place among them.
+  let low = Number.POSITIVE_INFINITY;
+  let high = Number.NEGATIVE_INFINITY;
+  let total = 0;
+  for (const r of reads) {
+    const fixed = typeof r.bucket === 'number';
+    let n = 0;
+    for (let i = 0; i < r.group.length; i++) {
+      if (placeOf[r.group[i]] < 0) continue;
+      n++;
+      if (!fixed) {
+        const b = (r.bucket as Int32Array)[i];
+        if (b < low) low = b;
+        if (b > high) high = b;
+      }
+    }
+    if (fixed && n > 0) {
+      low = Math.min(low, r.bucket as number);
+      high = Math.max(high, r.bucket as number);
+    }
+    total += n;
+  }
+  if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
+  const width = shown.length;
+  const cellOf = new Int32Array(total);
+  const metrics = (reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
+  let at = 0;
+  for (const r of reads) {
+    const fixed = typeof r.bucket === 'number' ? ((r.bucket as number) - low) * width : -1;
+    for (let i = 0; i < r.group.length; i++) {
+      const k = placeOf[r.group[i]];
+      if (k < 0) continue;
+      cellOf[at] = (fixed >= 0 ? fixed : ((r.bucket as Int32Array)[i] - low) * width) + k;
+      for (let m = 0; m < metrics.length; m++) {
+        const into = metrics[m];
+        if (into !== null) into[at] = (r.metrics[m] as Float64Array)[i];
+      }
+      at++;
+    }
+  }
+  const dense = (high - low + 1) * width;
+  const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
+  const columns = specs.map((spec) =>
+    computeColumn(spec, metrics[spec.metric] ?? null, cellOf, dense, sorted),
+  );
+  // Only the cells that have records.
+  const present = new Uint8Array(dense);
+  for (let i = 0; i < total; i++) present[cellOf[i]] = 1;
+  const keep: number[] = [];
+  for (let c = 0; c < dense; c++) if (present[c]) keep.push(c);
+  return {
+    b: keep.map((c) => low + Math.floor(c / width)),
+    g: keep.map((c) => shown[c % width]),
+    values: columns.map((col) => Float64Array.from(keep, (c) => col[c])),
+  };
+}
+
 /**
  * The records a reader thread read, kept between the two steps of a grouped query: first the count
  * of records per group (to rank the groups over every thread's part), then the cells of the groups
@@ -217,11 +288,7 @@ export class GroupScan {
   private readonly counts: number[] = [];
   /** Group index of each code (a text group's place in the dictionary the reads use). */
   private codes: number[] | null = null;
-  private readonly reads: {
-    bucket: number | Int32Array;
-    group: Int32Array;
-    metrics: (Float64Array | null)[];
-  }[] = [];
+  private readonly reads: ScanRead[] = [];
 
   add(values: CellValues): void {
     const rows = values.groups.length;
@@ -279,65 +346,40 @@ export class GroupScan {
     return { groups: this.groups, counts: Float64Array.from(this.counts) };
   }
 
-  /** The cells of the given groups. */
+  /**
+   * The cells of the given groups. A read of one bucket holds every record of its cells, so such
+   * reads are aggregated a bucket at a time: the copies and sorted values a bucket needs are then
+   * the size of the bucket, not of the whole range (at 5,000,000 records, a few hundred MB).
+   */
   cells(specs: readonly AggregateSpec[], shown: readonly unknown[]): CellTable {
-    // Cell ids are dense: (bucket - first bucket) × shown groups + the group's place among them.
     const place = new Map(shown.map((g, k) => [g, k]));
     const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
-    let low = Number.POSITIVE_INFINITY;
-    let high = Number.NEGATIVE_INFINITY;
-    let total = 0;
+    if (this.reads.some((r) => typeof r.bucket !== 'number'))
+      return shownCells(this.reads, specs, shown, placeOf);
+    const byBucket = new Map<number, ScanRead[]>();
     for (const r of this.reads) {
-      const fixed = typeof r.bucket === 'number';
-      let n = 0;
-      for (let i = 0; i < r.group.length; i++) {
-        if (placeOf[r.group[i]] < 0) continue;
-        n++;
-        if (!fixed) {
-          const b = (r.bucket as Int32Array)[i];
-          if (b < low) low = b;
-          if (b > high) high = b;
-        }
-      }
-      if (fixed && n > 0) {
-        low = Math.min(low, r.bucket as number);
-        high = Math.max(high, r.bucket as number);
-      }
-      total += n;
+      const list = byBucket.get(r.bucket as number);
+      if (list) list.push(r);
+      else byBucket.set(r.bucket as number, [r]);
     }
-    if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
-    const width = shown.length;
-    const cellOf = new Int32Array(total);
-    const metrics = (this.reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
-    let at = 0;
-    for (const r of this.reads) {
-      const fixed = typeof r.bucket === 'number' ? ((r.bucket as number) - low) * width : -1;
-      for (let i = 0; i < r.group.length; i++) {
-        const k = placeOf[r.group[i]];
-        if (k < 0) continue;
-        cellOf[at] = (fixed >= 0 ? fixed : ((r.bucket as Int32Array)[i] - low) * width) + k;
-        for (let m = 0; m < metrics.length; m++) {
-          const into = metrics[m];
-          if (into !== null) into[at] = (r.metrics[m] as Float64Array)[i];
-        }
-        at++;
-      }
+    const out: CellTable = { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
+    const parts: Float64Array[][] = specs.map(() => []);
+    for (const bucket of [...byBucket.keys()].sort((a, b) => a - b)) {
+      const part = shownCells(byBucket.get(bucket)!, specs, shown, placeOf);
+      for (const b of part.b) out.b.push(b);
+      for (const g of part.g) out.g.push(g);
+      part.values.forEach((v, i) => parts[i].push(v));
     }
-    const dense = (high - low + 1) * width;
-    const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
-    const columns = specs.map((spec) =>
-      computeColumn(spec, metrics[spec.metric] ?? null, cellOf, dense, sorted),
-    );
-    // Only the cells that have records.
-    const present = new Uint8Array(dense);
-    for (let i = 0; i < total; i++) present[cellOf[i]] = 1;
-    const keep: number[] = [];
-    for (let c = 0; c < dense; c++) if (present[c]) keep.push(c);
-    return {
-      b: keep.map((c) => low + Math.floor(c / width)),
-      g: keep.map((c) => shown[c % width]),
-      values: columns.map((col) => Float64Array.from(keep, (c) => col[c])),
-    };
+    out.values = parts.map((list) => {
+      const joined = new Float64Array(out.b.length);
+      let at = 0;
+      for (const v of list) {
+        joined.set(v, at);
+        at += v.length;
+      }
+      return joined;
+    });
+    return out;
   }
 
   /**

@@ -103,17 +103,34 @@ describe('widget cells grouped in JavaScript', () => {
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 6 }),
         fc.boolean(),
-        (generated, pieces, limit, coded) => {
+        fc.boolean(),
+        (generated, pieces, limit, coded, oneBucketReads) => {
           // Codes stand only for groups whose values are all text.
           const records = coded
             ? generated.map((r) => ({ ...r, group: typeof r.group === 'number' ? String(r.group) : r.group }))
             : generated;
           const scan = new GroupScan();
-          const size = Math.ceil(records.length / pieces) || 1;
+          // Reads of records of any buckets, or (as the reader thread reads them) of one bucket each,
+          // a bucket maybe in several reads.
+          const reads: { bucket: number | number[]; groups: unknown[]; metrics: (Float64Array | null)[] }[] =
+            [];
+          const cut = (list: Rec[], bucket?: number) => {
+            const size = Math.ceil(list.length / pieces) || 1;
+            for (let at = 0; at < list.length; at += size) {
+              const piece = input(list.slice(at, at + size));
+              reads.push(bucket === undefined ? piece : { ...piece, bucket });
+            }
+          };
+          if (oneBucketReads)
+            for (const b of new Set(records.map((r) => r.bucket)))
+              cut(
+                records.filter((r) => r.bucket === b),
+                b,
+              );
+          else cut(records);
           // After the first piece, text values met at least twice come as their dictionary place.
           let dictionary: string[] | null = null;
-          for (let at = 0; at < records.length; at += size) {
-            const piece = input(records.slice(at, at + size));
+          for (const piece of reads) {
             if (dictionary) {
               const codes = dictionary;
               piece.groups = piece.groups.map((g) =>
