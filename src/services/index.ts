@@ -9,6 +9,7 @@ import { leasesOf } from '../store/leases.ts';
 import { RecordDeletes } from '../store/record-deletes.ts';
 import { RecordSelection } from '../store/record-selection.ts';
 import { RetentionRepo } from '../store/retention.ts';
+import { PgTableStats } from '../store/table-stats.ts';
 import { TEXT_INDEX_JOB } from '../store/search-text-pg.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
 import { ModelPricesRepo } from '../store/model-prices.ts';
@@ -38,6 +39,7 @@ import { ProjectsService } from './projects.ts';
 import { RecordsService } from './records.ts';
 import { ReadinessService } from './readiness.ts';
 import { RETENTION_JOB, RetentionService } from './retention.ts';
+import { TABLE_STATS_JOB, TableStatsService } from './table-stats.ts';
 import { RunsService } from './runs.ts';
 import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
@@ -69,6 +71,8 @@ export interface Services {
   metrics: Metrics;
   lifecycle: RecordLifecycleService;
   retention: RetentionService;
+  /** PostgreSQL: planner statistics kept current (null on SQLite). */
+  tableStats: TableStatsService | null;
   readiness: ReadinessService;
 }
 
@@ -98,7 +102,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   );
   const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
     RETENTION_JOB,
-    ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB] : []),
+    ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB, TABLE_STATS_JOB] : []),
   ]);
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
   const ingest = new IngestService(
@@ -122,6 +126,10 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     metrics,
     config.retentionIntervalMs,
   );
+  const tableStats =
+    store.dialect === 'postgres'
+      ? new TableStatsService(new PgTableStats(store.db), leasesOf(store.db))
+      : null;
   const records = new RecordsService(projects, recordsRepo);
   const annotationQueues = new AnnotationQueuesService(
     new AnnotationQueuesRepo(store.db, store.dialect),
@@ -176,6 +184,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     metrics,
     lifecycle,
     retention,
+    tableStats,
     readiness: new ReadinessService(store),
   };
 }

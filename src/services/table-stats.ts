@@ -1,0 +1,36 @@
+/**
+ * Planner statistics kept current on PostgreSQL. Search and ingestion plans depend on them: without
+ * them, on a store grown to 1,000,000 records, a spans page sorted every span of the log stream
+ * (1 s) and the lookup of sessions by external id read every session of the stream (0.3 s per
+ * ingest request, growing with the stream). Autovacuum analyzes tables too, when it is on (it is
+ * off on some servers) and at its own pace; this job, in the one process holding its lease, analyzes
+ * every table that changed by at least a tenth of its rows (and 10,000 rows) since anyone last did.
+ */
+import type { Leases } from '../store/leases.ts';
+import type { PgTableStats } from '../store/table-stats.ts';
+import { LeasedJob } from './leased-job.ts';
+
+export const TABLE_STATS_JOB = 'table-stats';
+
+export class TableStatsService {
+  readonly job: LeasedJob;
+
+  constructor(
+    private readonly repo: PgTableStats,
+    leases: Leases,
+    intervalMs = 60_000,
+    private readonly threshold = { minRows: 10_000, share: 0.1 },
+  ) {
+    this.job = new LeasedJob(TABLE_STATS_JOB, leases, intervalMs, (signal, stillHeld) =>
+      this.pass(signal, stillHeld),
+    );
+  }
+
+  private async pass(signal: AbortSignal, stillHeld: () => Promise<boolean>): Promise<'done' | 'stopped'> {
+    for (const table of await this.repo.stale(this.threshold.minRows, this.threshold.share)) {
+      if (signal.aborted || !(await stillHeld())) return 'stopped';
+      await this.repo.analyze(table);
+    }
+    return 'done';
+  }
+}
