@@ -81,11 +81,13 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
     // memberships no other indexer is changing, so it knows which blocks its moves leave empty.
     await sql`select pg_advisory_xact_lock(hashtext(current_schema() || '.text_blocks'))`.execute(trx);
     // One statement, one snapshot: the entries taken, each record's latest entry and current text,
-    // and the block it is in now (null: none, or deleted: type null).
+    // and the block it is in now (null: none, or deleted: type null). The entries go by their keys
+    // (`= any(array(...))`): as `in (select ...)`, with statistics the planner joined them with a
+    // scan of the whole queue.
     const { rows } = await sql<QueuedRow>`
       with taken as (
         delete from records_text_queue
-        where seq in (select seq from records_text_queue order by seq limit ${limit} for update skip locked)
+        where seq = any(array(select seq from records_text_queue order by seq limit ${limit} for update skip locked))
         returning seq, id
       ), latest as (
         select id, max(seq) as seq from taken group by id

@@ -1,7 +1,7 @@
 /**
- * PostgreSQL planner statistics (services/table-stats.ts): the job analyzes the tables that changed
- * by a large share since their last analyze, and only those. Runs when SPANBASE_TEST_DATABASE_URL is
- * set.
+ * PostgreSQL planner statistics and dead rows (services/table-stats.ts): the job analyzes the tables
+ * that changed by a large share since their last analyze, vacuums those with many dead rows, and
+ * leaves the others. Runs when SPANBASE_TEST_DATABASE_URL is set.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -37,10 +37,13 @@ if (storesUnderTest().includes('postgres')) {
       const repo = new PgTableStats(db);
       const lastAnalyze = async (table: string) =>
         (
-          await sql<{ at: Date | null; changed: string }>`
-            select greatest(last_analyze, last_autoanalyze) as at, n_mod_since_analyze as changed
+          await sql<{ at: Date | null; changed: string; vacuumed: Date | null; dead: string }>`
+            select greatest(last_analyze, last_autoanalyze) as at, n_mod_since_analyze as changed,
+              greatest(last_vacuum, last_autovacuum) as vacuumed, n_dead_tup as dead
             from pg_stat_user_tables where schemaname = current_schema() and relname = ${table}`.execute(db)
         ).rows[0];
+      const names = async (minRows: number, share: number) =>
+        (await repo.stale(minRows, share)).map((t) => t.table);
       const { projectId, logStreamId } = await projectWithLogStream(s);
       await ingestTraces(
         s,
@@ -48,10 +51,18 @@ if (storesUnderTest().includes('postgres')) {
         logStreamId,
         Array.from({ length: 40 }, (_, i) => ({ name: `t${i}`, input: `question ${i}`, output: 'answer' })),
       );
-      // 40 traces: 40 changed rows of records (and more), none of dashboards.
-      await eventually(
+      // 40 traces: 40 changed rows of records (and more), none of dashboards; the text indexer
+      // empties its queue, which leaves dead rows there.
+      await s.running.services.search.indexer.drain();
+      const queued = await eventually(
         () => repo.stale(40, 0),
-        (tables) => tables.includes('records'),
+        (tables) =>
+          tables.some((t) => t.table === 'records') &&
+          tables.some((t) => t.table === 'records_text_queue' && t.vacuum),
+      );
+      assert.ok(
+        queued.some((t) => t.table === 'records_text_queue' && t.vacuum),
+        'the emptied queue is to be vacuumed',
       );
       const before = await lastAnalyze('dashboards');
       const job = new TableStatsService(repo, leasesOf(db), 60_000, { minRows: 40, share: 0.5 });
@@ -63,7 +74,12 @@ if (storesUnderTest().includes('postgres')) {
       assert.ok(records.at, 'records analyzed');
       assert.equal(Number(records.changed), 0);
       assert.deepEqual(await lastAnalyze('dashboards'), before, 'an unchanged table is left alone');
-      assert.ok(!(await repo.stale(40, 0.5)).includes('records'), 'nothing left to analyze in records');
+      const queue = await eventually(
+        () => lastAnalyze('records_text_queue'),
+        (r) => r.vacuumed !== null,
+      );
+      assert.ok(queue.vacuumed, 'the queue vacuumed');
+      assert.ok(!(await names(40, 0.5)).includes('records'), 'nothing left to analyze in records');
       await job.job.stop();
     });
   });
