@@ -368,7 +368,7 @@ export class GroupScan {
       const part = shownCells(byBucket.get(bucket)!, specs, shown, placeOf);
       for (const b of part.b) out.b.push(b);
       for (const g of part.g) out.g.push(g);
-      part.values.forEach((v, i) => parts[i].push(v));
+      for (let i = 0; i < specs.length; i++) parts[i].push(part.values[i]);
     }
     out.values = parts.map((list) => {
       const joined = new Float64Array(out.b.length);
