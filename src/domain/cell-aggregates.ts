@@ -362,16 +362,17 @@ export class GroupScan {
       if (list) list.push(r);
       else byBucket.set(r.bucket as number, [r]);
     }
-    const out: CellTable = { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
+    const b: number[] = [];
+    const g: unknown[] = [];
     const parts: Float64Array[][] = specs.map(() => []);
-    for (const bucket of [...byBucket.keys()].sort((a, b) => a - b)) {
+    for (const bucket of [...byBucket.keys()].sort((x, y) => x - y)) {
       const part = shownCells(byBucket.get(bucket)!, specs, shown, placeOf);
-      for (const b of part.b) out.b.push(b);
-      for (const g of part.g) out.g.push(g);
+      b.push(...part.b);
+      g.push(...part.g);
       for (let i = 0; i < specs.length; i++) parts[i].push(part.values[i]);
     }
-    out.values = parts.map((list) => {
-      const joined = new Float64Array(out.b.length);
+    const values = parts.map((list) => {
+      const joined = new Float64Array(b.length);
       let at = 0;
       for (const v of list) {
         joined.set(v, at);
@@ -379,7 +380,7 @@ export class GroupScan {
       }
       return joined;
     });
-    return out;
+    return { b, g, values };
   }
 
   /**
