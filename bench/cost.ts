@@ -98,12 +98,14 @@ async function target(): Promise<Target> {
       has_user_created_sessions: 0,
     })
     .execute();
+  const ingest = ingestStore(store);
   return {
     store,
-    ingest: ingestStore(store),
+    ingest,
     projectId,
     runId,
     async cleanup() {
+      await ingest.close();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
       if (kind === 'postgres') await dropPgSchema(pgUrl as string, schema);

@@ -329,6 +329,7 @@ async function rawPhase() {
       if (round.length >= width * 8) await flush();
     }
     await flush();
+    await ingest.close();
     return { records, ms, cpu };
   } finally {
     await s.close();

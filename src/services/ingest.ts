@@ -40,6 +40,11 @@ export class IngestService {
     private readonly prices: ModelPricesService,
   ) {}
 
+  /** Finishes the writes under way and stops the store's writer. */
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
   /** The run a request targets; 404 when it is not a run of the project. */
   private async targetRun(projectId: string, t: Target): Promise<RunRow> {
     if (t.log_stream_id) {

@@ -126,6 +126,7 @@ export class Metrics {
         return res;
       },
       insertRaw: (rows) => inner.insertRaw(rows),
+      close: () => inner.close(),
     };
   }
 }

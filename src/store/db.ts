@@ -82,6 +82,38 @@ function openFailure(dir: string, file: string, err: unknown): string {
   return (err as Error).message;
 }
 
+/** Settings of each connection that writes: the main one and the ingest writer's (sqlite-writer.ts). */
+const WRITE_PRAGMAS = [
+  // An acknowledged write survives a process crash with WAL + NORMAL.
+  'synchronous = NORMAL',
+  'busy_timeout = 5000',
+  'foreign_keys = ON',
+  'temp_store = MEMORY',
+];
+
+/**
+ * A writing connection's WAL limits: its auto-checkpoint as the checkpoint thread's safety net, and the
+ * WAL file keeping its size (up to twice the safety net) when it starts over; the checkpoint thread
+ * truncates it once writes stop (store/checkpointer.ts).
+ */
+function walLimits(h: SQLite.Database): string[] {
+  const pageSize = Number(h.pragma('page_size', { simple: true }));
+  return [
+    `wal_autocheckpoint = ${writerAutocheckpointPages(pageSize)}`,
+    `journal_size_limit = ${WRITER_JOURNAL_SIZE_LIMIT}`,
+  ];
+}
+
+/**
+ * The ingest writer's connection settings (sqlite-writer.ts). Its page cache mostly holds index pages
+ * written at random (ids are random): past a few hundred thousand records they outgrow any cache a
+ * 500 MB process can afford, and a page missed here is read from the operating system's cache.
+ * 32 MiB keeps the server's peak RSS bounded.
+ */
+export function ingestWriterPragmas(h: SQLite.Database): string[] {
+  return [...WRITE_PRAGMAS, ...walLimits(h), 'cache_size = -32768'];
+}
+
 /**
  * `checkpointer`: the process's main (writer) connection, whose WAL checkpoints then run on a thread
  * of their own (store/checkpointer.ts) instead of inside the commits of requests (options: its timing).
@@ -90,12 +122,8 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   const checkpointerOptions = typeof opts.checkpointer === 'object' ? opts.checkpointer : {};
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
-  // An acknowledged write survives a process crash with WAL + NORMAL.
-  handle.pragma('synchronous = NORMAL');
-  handle.pragma('busy_timeout = 5000');
-  handle.pragma('foreign_keys = ON');
+  for (const p of WRITE_PRAGMAS) handle.pragma(p);
   handle.pragma('cache_size = -65536');
-  handle.pragma('temp_store = MEMORY');
   // LIKE is case-sensitive on PostgreSQL; make SQLite agree. Case folding is `spanbase_fold`
   // (query/sql-dialect.ts fold), so that one compiled filter means the same on both stores.
   handle.pragma('case_sensitive_like = ON');
@@ -107,16 +135,10 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   let checkpointer: Checkpointer | null = null;
   const migrated = () => {
     if (!opts.checkpointer || handle.memory || checkpointer) return;
-    handle.pragma(
-      `wal_autocheckpoint = ${writerAutocheckpointPages(Number(handle.pragma('page_size', { simple: true })))}`,
-    );
-    // The writer's page cache mostly holds index pages written at random (ids are random): past a few
-    // hundred thousand records they outgrow any cache a 500 MB process can afford, and a page missed
-    // here is read from the operating system's cache. 32 MiB keeps the server's peak RSS bounded.
-    handle.pragma('cache_size = -32768');
-    // The WAL file keeps its size (up to twice the safety net) when it starts over, and the checkpoint
-    // thread truncates it once writes stop (store/checkpointer.ts).
-    handle.pragma(`journal_size_limit = ${WRITER_JOURNAL_SIZE_LIMIT}`);
+    for (const p of walLimits(handle)) handle.pragma(p);
+    // Records are written by the ingest writer's connection (sqlite-writer.ts); this one reads for
+    // requests and makes the other, smaller writes.
+    handle.pragma('cache_size = -8192');
     checkpointer = startCheckpointer(file, checkpointerOptions);
   };
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });

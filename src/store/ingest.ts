@@ -13,8 +13,9 @@ import type pg from 'pg';
 import { newId } from '../domain/ids.ts';
 import type { CatalogueEntry, ModelSeen, Plan, TokenDelta } from '../domain/ingest-plan.ts';
 import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
-import type { Store } from './db.ts';
+import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
+import { SqliteWriter, type Step } from './sqlite-writer.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
 /** A day's cost moves by the batch's change; it stays null until some span of the day has a cost. */
@@ -34,6 +35,8 @@ export interface IngestStore {
   run<R>(flow: () => Flow<R>, records?: number): Promise<FlowResult<R>>;
   /** Raw baseline for the benchmark: inserts ready rows as one batch (no planning, no aggregates). */
   insertRaw(rows: RecordRow[]): Promise<void>;
+  /** Once the writes under way are done, stops what the store started. */
+  close(): Promise<void>;
 }
 
 export function ingestStore(store: Store): IngestStore {
@@ -61,62 +64,18 @@ const SQLITE_ID_CHUNK = 200;
 const GROUP_WAIT_MS = 10;
 const GROUP_MIN_RECORDS = 100;
 
-interface Queued {
-  flow: () => Flow<unknown>;
-  resolve: (r: FlowResult<unknown>) => void;
-  reject: (err: unknown) => void;
-}
-
-/**
- * SQLite: every write request joins a queue; one drain runs all requests queued so far in ONE
- * transaction (group commit); a refused request leaves nothing and the others commit together. Answers go out only after the commit. Small requests (a session, a PATCH)
- * then cost a share of one commit instead of a commit each, and a random index page dirtied by several
- * batches is written once.
- */
-class SqliteIngest implements IngestStore {
-  private readonly db: SQLite.Database;
-  private queue: Queued[] = [];
-  private queuedRecords = 0;
-  private draining = false;
-  private readonly insertOne: SQLite.Statement;
-  private readonly insertChunk: SQLite.Statement;
-  private readonly update: SQLite.Statement;
-  private readonly byIds: SQLite.Statement;
-  private readonly byId: SQLite.Statement;
-  private readonly byExternal: SQLite.Statement;
-  private readonly runCounts: SQLite.Statement;
-  private readonly runUserSession: SQLite.Statement;
-  private readonly tokenUpsert: SQLite.Statement;
-  private readonly modelUpsert: SQLite.Statement;
-  private readonly llmPage: SQLite.Statement;
-  private readonly catalogueUpsert: SQLite.Statement;
-  private readonly lockMain: SQLite.Statement;
-
-  constructor(private readonly store: Store) {
-    const db = store.sqlite as SQLite.Database;
-    this.db = db;
-    const cols = RECORD_COLUMNS.join(', ');
-    const tuple = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
-    this.insertOne = db.prepare(`insert or rollback into records (${cols}) values ${tuple}`);
-    this.insertChunk = db.prepare(
-      `insert or rollback into records (${cols}) values ${Array.from({ length: SQLITE_CHUNK }, () => tuple).join(', ')}`,
-    );
-    this.update = db.prepare(`update records set ${MUTABLE.map((c) => `${c} = ?`).join(', ')} where id = ?`);
-    this.byIds = db.prepare(
-      `select * from records where id in (${Array.from({ length: SQLITE_ID_CHUNK }, () => '?').join(', ')})`,
-    );
-    this.byId = db.prepare('select * from records where id = ?');
-    this.byExternal = db.prepare(
-      "select * from records where run_id = ? and type = 'session' and external_id = ? and external_id is not null",
-    );
-    this.runCounts = db.prepare(
-      'update runs set num_traces = num_traces + ?, num_spans = num_spans + ? where id = ?',
-    );
-    this.runUserSession = db.prepare(
-      'update runs set has_user_created_sessions = 1 where id = ? and has_user_created_sessions = 0',
-    );
-    this.tokenUpsert = db.prepare(
-      `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
+const RECORD_TUPLE = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
+const SQLITE = {
+  insertOne: `insert or rollback into records (${RECORD_COLUMNS.join(', ')}) values ${RECORD_TUPLE}`,
+  insertChunk: `insert or rollback into records (${RECORD_COLUMNS.join(', ')}) values ${Array.from({ length: SQLITE_CHUNK }, () => RECORD_TUPLE).join(', ')}`,
+  update: `update records set ${MUTABLE.map((c) => `${c} = ?`).join(', ')} where id = ?`,
+  byIds: `select * from records where id in (${Array.from({ length: SQLITE_ID_CHUNK }, () => '?').join(', ')})`,
+  byExternal:
+    "select * from records where run_id = ? and type = 'session' and external_id = ? and external_id is not null",
+  runCounts: 'update runs set num_traces = num_traces + ?, num_spans = num_spans + ? where id = ?',
+  runUserSession:
+    'update runs set has_user_created_sessions = 1 where id = ? and has_user_created_sessions = 0',
+  tokenUpsert: `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
          cache_read_input_tokens, cache_creation_input_tokens, cost, created_at, updated_at)
        values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
        on conflict (log_stream_id, day) do update set
@@ -126,109 +85,164 @@ class SqliteIngest implements IngestStore {
          cache_creation_input_tokens = cache_creation_input_tokens + excluded.cache_creation_input_tokens,
          ${COST_SUM},
          updated_at = excluded.updated_at`,
-    );
-    this.modelUpsert = db.prepare(
-      `insert into run_models (run_id, model, first_seen, last_seen) values (?, ?, ?, ?)
+  modelUpsert: `insert into run_models (run_id, model, first_seen, last_seen) values (?, ?, ?, ?)
        on conflict (run_id, model) do update set
          first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)
        where excluded.first_seen < first_seen or excluded.last_seen > last_seen`,
-    );
-    this.llmPage = db.prepare(
-      `select * from records where run_id = ? and type = 'llm' and (created_at, id) > (?, ?)
+  llmPage: `select * from records where run_id = ? and type = 'llm' and (created_at, id) > (?, ?)
        order by created_at, id limit ?`,
-    );
-    // Takes the write lock of the records' database only (see `writeTransaction`).
-    this.lockMain = db.prepare('update runs set num_traces = num_traces where 0');
-    this.catalogueUpsert = db.prepare(
-      `insert into column_catalogue (run_id, column_id, record_type, data_type, first_seen, last_seen)
+  // Takes the write lock of the records' database only (see `writeGroup`).
+  lockMain: 'update runs set num_traces = num_traces where 0',
+  catalogueUpsert: `insert into column_catalogue (run_id, column_id, record_type, data_type, first_seen, last_seen)
        values (?, ?, ?, ?, ?, ?)
        on conflict (run_id, column_id, record_type, data_type) do update set
          first_seen = min(first_seen, excluded.first_seen), last_seen = max(last_seen, excluded.last_seen)
        where excluded.first_seen < first_seen or excluded.last_seen > last_seen`,
-    );
+};
+
+interface Queued {
+  flow: () => Flow<unknown>;
+  resolve: (r: FlowResult<unknown>) => void;
+  reject: (err: unknown) => void;
+}
+
+/** A failure of the writer (not a refusal of the flow): the whole group goes back. */
+class WriteFailed extends Error {
+  constructor(readonly reason: unknown) {
+    super('write failed');
+  }
+}
+
+/**
+ * SQLite: every write request joins a queue; one drain runs all requests queued so far in ONE
+ * transaction (group commit) on the writer thread (sqlite-writer.ts); a refused request leaves nothing
+ * and the others commit together. Answers go out only after the commit. Small requests (a session, a
+ * PATCH) then cost a share of one commit instead of a commit each, and a random index page dirtied by
+ * several batches is written once. The flows' planning runs here; their reads and writes run on the
+ * writer's connection, inside its transaction.
+ */
+class SqliteIngest implements IngestStore {
+  private queue: Queued[] = [];
+  private queuedRecords = 0;
+  private draining: Promise<void> | null = null;
+  private writerThread: SqliteWriter | null = null;
+
+  constructor(private readonly store: Store) {}
+
+  /** Started on the first write: the schema is migrated by then. */
+  private get writer(): SqliteWriter {
+    const h = this.store.sqlite as SQLite.Database;
+    if (h.memory) throw new Error('SQLite ingestion needs a database file');
+    this.writerThread ??= new SqliteWriter(h.name, ingestWriterPragmas(h));
+    return this.writerThread;
   }
 
-  private read(r: Read): StoredRecord[] {
-    if (r.op === 'llmPage') {
-      return this.llmPage.all(r.runId, r.after.createdAt, r.after.id, r.limit) as StoredRecord[];
-    }
-    if (r.op === 'external') return this.byExternal.all(r.runId, r.externalId) as StoredRecord[];
-    if (r.op === 'externals') {
-      return r.externalIds.flatMap((x) => this.byExternal.all(r.runId, x) as StoredRecord[]);
-    }
-    if (r.ids.length === 1) return this.byId.all(r.ids[0]) as StoredRecord[];
-    const out: StoredRecord[] = [];
-    for (let i = 0; i < r.ids.length; i += SQLITE_ID_CHUNK) {
-      const chunk = r.ids.slice(i, i + SQLITE_ID_CHUNK);
-      while (chunk.length < SQLITE_ID_CHUNK) chunk.push(null as unknown as string);
-      for (const row of this.byIds.all(chunk) as StoredRecord[]) out.push(row);
-    }
-    return out;
-  }
-
-  private insertRows(rows: RecordRow[]) {
-    let i = 0;
-    const values: unknown[] = [];
-    for (; i + SQLITE_CHUNK <= rows.length; i += SQLITE_CHUNK) {
-      values.length = 0;
-      for (let j = i; j < i + SQLITE_CHUNK; j++) {
-        const r = rows[j];
-        for (let k = 0; k < NCOLS; k++) values.push(r[RECORD_COLUMNS[k]]);
+  private async read(r: Read): Promise<StoredRecord[]> {
+    try {
+      if (r.op === 'llmPage') {
+        return await this.writer.all(SQLITE.llmPage, [[r.runId, r.after.createdAt, r.after.id, r.limit]]);
       }
-      this.insertChunk.run(values);
+      if (r.op === 'external') return await this.writer.all(SQLITE.byExternal, [[r.runId, r.externalId]]);
+      if (r.op === 'externals') {
+        return await this.writer.all(
+          SQLITE.byExternal,
+          r.externalIds.map((x) => [r.runId, x]),
+        );
+      }
+      const chunks: unknown[][] = [];
+      for (let i = 0; i < r.ids.length; i += SQLITE_ID_CHUNK) {
+        const chunk: unknown[] = r.ids.slice(i, i + SQLITE_ID_CHUNK);
+        while (chunk.length < SQLITE_ID_CHUNK) chunk.push(null);
+        chunks.push(chunk);
+      }
+      return await this.writer.all(SQLITE.byIds, chunks);
+    } catch (err) {
+      throw new WriteFailed(err);
     }
-    for (; i < rows.length; i++) this.insertOne.run(rowValues([rows[i]]));
   }
 
-  private apply(plan: Plan, runId: string, projectId: string, now: number) {
-    this.insertRows(plan.inserts);
-    for (const r of plan.updates) this.update.run([...MUTABLE.map((c) => r[c]), r.id]);
-    if (plan.newTraces || plan.newSpans) this.runCounts.run(plan.newTraces, plan.newSpans, runId);
-    if (plan.userSession) this.runUserSession.run(runId);
+  private static insertSteps(rows: RecordRow[], steps: Step[]) {
+    let i = 0;
+    for (; i + SQLITE_CHUNK <= rows.length; i += SQLITE_CHUNK) {
+      steps.push([SQLITE.insertChunk, rowValues(rows.slice(i, i + SQLITE_CHUNK))]);
+    }
+    for (; i < rows.length; i++) steps.push([SQLITE.insertOne, rowValues([rows[i]])]);
+  }
+
+  /** A plan's statements. */
+  private static steps(plan: Plan, runId: string, projectId: string, now: number): Step[] {
+    const steps: Step[] = [];
+    SqliteIngest.insertSteps(plan.inserts, steps);
+    for (const r of plan.updates) steps.push([SQLITE.update, [...MUTABLE.map((c) => r[c]), r.id]]);
+    if (plan.newTraces || plan.newSpans)
+      steps.push([SQLITE.runCounts, [plan.newTraces, plan.newSpans, runId]]);
+    if (plan.userSession) steps.push([SQLITE.runUserSession, [runId]]);
     for (const t of plan.tokenUsage) {
-      this.tokenUpsert.run(
-        newId(),
-        projectId,
-        runId,
-        t.day,
-        t.input_tokens,
-        t.output_tokens,
-        t.cache_read_input_tokens,
-        t.cache_creation_input_tokens,
-        t.cost,
-        t.day,
-        now,
-      );
+      steps.push([
+        SQLITE.tokenUpsert,
+        [
+          newId(),
+          projectId,
+          runId,
+          t.day,
+          t.input_tokens,
+          t.output_tokens,
+          t.cache_read_input_tokens,
+          t.cache_creation_input_tokens,
+          t.cost,
+          t.day,
+          now,
+        ],
+      ]);
     }
     for (const c of plan.catalogue) {
-      this.catalogueUpsert.run(runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen);
+      steps.push([
+        SQLITE.catalogueUpsert,
+        [runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen],
+      ]);
     }
-    for (const m of plan.models) this.modelUpsert.run(runId, m.model, m.first_seen, m.last_seen);
+    for (const m of plan.models)
+      steps.push([SQLITE.modelUpsert, [runId, m.model, m.first_seen, m.last_seen]]);
+    return steps;
   }
 
   /** Runs a flow's reads and planning (no writes: a refusal here leaves nothing to undo). */
-  private plan<R>(flow: () => Flow<R>): FlowResult<R> {
+  private async plan<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
     const gen = flow();
     let step = gen.next();
-    while (!step.done) step = gen.next(this.read(step.value));
+    while (!step.done) step = gen.next(await this.read(step.value));
     return step.value;
   }
 
-  private applyResult(res: FlowResult<unknown>) {
+  /**
+   * Sends a plan's writes without waiting for them: should they fail, the writer fails the rest of
+   * the transaction and its commit says so.
+   */
+  private apply(res: FlowResult<unknown>) {
     if (!res.plan) return;
     const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
-    this.apply(res.plan, res.runId, projectId, Date.now() * 1000);
+    const steps = SqliteIngest.steps(res.plan, res.runId, projectId, Date.now() * 1000);
+    if (steps.length) this.writer.run(steps).catch(() => {});
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
     return new Promise<FlowResult<R>>((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
       this.queuedRecords += records;
-      if (!this.draining) {
-        this.draining = true;
-        this.schedule();
-      }
+      this.draining ??= this.drain();
     });
+  }
+
+  /**
+   * Begins a transaction on the writer, deferred, with the write lock taken by its first statement
+   * (lockMain): BEGIN IMMEDIATE would also take the write lock of every attached database, among them
+   * the text index, which the indexer thread holds while it writes a slice. Taking the lock first
+   * keeps the snapshot the flows read the one they write on.
+   */
+  private begin() {
+    // Not awaited: a failure here fails the transaction's later calls.
+    this.writer.begin().catch(() => {});
+    this.writer.run([[SQLITE.lockMain, []]]).catch(() => {});
   }
 
   /**
@@ -237,34 +251,27 @@ class SqliteIngest implements IngestStore {
    * touches into the statement journal). Should a write itself fail, the whole transaction rolls back
    * and each job is retried alone, so one bad job cannot sink the others.
    */
-  private writeGroup(jobs: Queued[]) {
+  private async writeGroup(jobs: Queued[]): Promise<void> {
     const results: ({ ok: true; value: FlowResult<unknown> } | { ok: false; err: unknown })[] = [];
     try {
-      this.db
-        .transaction(() => {
-          this.lockMain.run();
-          results.length = 0;
-          for (const job of jobs) {
-            let res: FlowResult<unknown>;
-            try {
-              res = this.plan(job.flow);
-            } catch (err) {
-              results.push({ ok: false, err });
-              continue;
-            }
-            this.applyResult(res);
-            results.push({ ok: true, value: res });
-          }
-        })
-        // Deferred, with the write lock taken by its first statement (lockMain): BEGIN IMMEDIATE
-        // would also take the write lock of every attached database, among them the text index,
-        // which the indexer thread holds while it writes a slice, so each commit waited (in
-        // busy-timeout sleeps) for a low-priority thread. Taking the lock first keeps the snapshot
-        // the flow reads the one it writes on.
-        .deferred();
+      this.begin();
+      for (const job of jobs) {
+        let res: FlowResult<unknown>;
+        try {
+          res = await this.plan(job.flow);
+        } catch (err) {
+          if (err instanceof WriteFailed) throw err.reason;
+          results.push({ ok: false, err });
+          continue;
+        }
+        this.apply(res);
+        results.push({ ok: true, value: res });
+      }
+      await this.writer.commit();
     } catch (err) {
+      await this.writer.rollback().catch(() => {});
       if (jobs.length > 1) {
-        for (const job of jobs) this.writeGroup([job]);
+        for (const job of jobs) await this.writeGroup([job]);
         return;
       }
       jobs[0].reject(err);
@@ -277,42 +284,45 @@ class SqliteIngest implements IngestStore {
     });
   }
 
-  /** Starts a drain: at once for small requests, after GROUP_WAIT_MS for large ones (group commit). */
-  private schedule() {
-    if (this.queuedRecords >= GROUP_MIN_RECORDS) setTimeout(() => void this.drain(), GROUP_WAIT_MS);
-    else setImmediate(() => void this.drain());
-  }
-
+  /** Writes groups until the queue is empty: the first after GROUP_WAIT_MS when it holds a large request. */
   private async drain(): Promise<void> {
     try {
+      await new Promise((r) =>
+        this.queuedRecords >= GROUP_MIN_RECORDS ? setTimeout(r, GROUP_WAIT_MS) : setImmediate(r),
+      );
       while (this.queue.length) {
-        // Kysely serialises its own use of this connection; take its turn so no Kysely transaction is
-        // open on the handle while ours runs.
+        // Kysely serialises its own use of the main connection: hold its turn for the group, so that
+        // no other write of this process waits on the writer's lock with the main thread blocked.
         await this.store.db.connection().execute(async () => {
           const jobs = this.queue;
           this.queue = [];
           this.queuedRecords = 0;
-          this.writeGroup(jobs);
+          await this.writeGroup(jobs);
         });
       }
     } finally {
-      this.draining = false;
-      if (this.queue.length) {
-        this.draining = true;
-        this.schedule();
-      }
+      this.draining = null;
     }
   }
 
   async insertRaw(rows: RecordRow[]): Promise<void> {
+    const steps: Step[] = [];
+    SqliteIngest.insertSteps(rows, steps);
     await this.store.db.connection().execute(async () => {
-      this.db
-        .transaction(() => {
-          this.lockMain.run();
-          this.insertRows(rows);
-        })
-        .deferred();
+      this.begin();
+      this.writer.run(steps).catch(() => {});
+      try {
+        await this.writer.commit();
+      } catch (err) {
+        await this.writer.rollback().catch(() => {});
+        throw err;
+      }
     });
+  }
+
+  async close(): Promise<void> {
+    await this.draining;
+    await this.writerThread?.close();
   }
 }
 
@@ -554,6 +564,8 @@ class PgIngest implements IngestStore {
       }
     }
   }
+
+  async close(): Promise<void> {}
 
   async insertRaw(rows: RecordRow[]): Promise<void> {
     const client = await this.pool.connect();

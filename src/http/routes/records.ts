@@ -35,6 +35,7 @@ type Q = Record<string, unknown>;
 export default async function recordRoutes(app: FastifyInstance) {
   const { ingest, records } = app.services;
   type P = { project_id: string };
+  app.addHook('onClose', async () => ingest.close());
 
   app.post<{ Params: P; Querystring: Q }>(
     '/v2/projects/:project_id/traces',
