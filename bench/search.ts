@@ -32,7 +32,9 @@ import { loadConfig } from '../src/config.ts';
 import { type Running, startServices } from '../src/server.ts';
 import { type ParsedSearch, TARGET_TYPES, parseSearchBody } from '../src/services/search.ts';
 import type { RecordSearch } from '../src/store/search-query.ts';
+import type { PgSearch } from '../src/store/search-postgres.ts';
 import type { SqliteSearch } from '../src/store/search-sqlite.ts';
+import { pgIndexableLeaves } from '../src/store/search-text-pg.ts';
 import { pageJsonStatement } from '../src/store/search-json.ts';
 
 const { values: args } = parseArgs({
@@ -455,8 +457,22 @@ function rawRunner(running: Running, projectId: string, runId: string, query: Qu
   const { store, search } = running.services;
   const { parsed, q } = recordSearch(projectId, runId, query);
   if (store.dialect === 'postgres') {
-    const compiled = search.repo.pageQuery(store.db, q).compile();
-    return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
+    const repo = search.repo as PgSearch;
+    if (!pgIndexableLeaves(q.tree).length) {
+      const compiled = repo.pageQuery(store.db, q).compile();
+      return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
+    }
+    // As the search reads them: the text candidates, then the page, in one snapshot.
+    return () =>
+      store.db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .setAccessMode('read only')
+        .execute(async (trx) => {
+          const candidates = await repo.text.candidates(trx, q.tree, q.types);
+          const compiled = repo.pageQuery(trx, q, candidates).compile();
+          return trx.executeQuery(compiled);
+        });
   }
   const h = store.sqlite!;
   // The statement that reads the page's records renders them as JSON (store/search-json.ts): the raw
