@@ -218,11 +218,24 @@ if (storesUnderTest().includes('postgres')) {
       }
     });
 
-    test('the blocks go straight into their GIN index: no pending list for searches to read', async () => {
+    test("a batch's blocks go into their GIN index in bulk: no pending list is left for searches to read", async () => {
       const { rows } = await sql<{ options: string[] | null }>`
         select c.reloptions as options from pg_class c
         where c.oid = to_regclass('text_blocks_grams')`.execute(db());
-      assert.deepEqual(rows[0]?.options, ['fastupdate=off']);
+      assert.deepEqual(rows[0]?.options, ['fastupdate=on', 'gin_pending_list_limit=32768']);
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      const id = randomUUID();
+      await ingestTraces(s, projectId, logStreamId, [
+        { id, name: 'bulk', input: 'pending list merged', output: 'ok' },
+      ]);
+      const { indexer } = s.running.services.search;
+      await indexer.drain();
+      assert.equal((await indexed([id])).length, 1, 'indexed');
+      // The list is under its limit, so only the indexer's merge empties it: nothing is left to merge.
+      const { rows: merged } = await sql<{ pages: number }>`
+        select gin_clean_pending_list('text_blocks_grams'::regclass)::int as pages`.execute(db());
+      assert.equal(merged[0].pages, 0);
+      assert.deepEqual(await search(projectId, logStreamId, 'MERGED'), ['bulk']);
     });
   });
 }

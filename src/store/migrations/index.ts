@@ -16,6 +16,7 @@ import * as metadataIndex from './014_metadata_index.ts';
 import * as pgTextBlocks from './015_pg_text_blocks.ts';
 import * as pageSize16k from './016_page_size_16k.ts';
 import * as pgTextGinDirect from './017_pg_text_gin_direct.ts';
+import * as pgTextGinBulk from './018_pg_text_gin_bulk.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '015_pg_text_blocks': pgTextBlocks,
   '016_page_size_16k': pageSize16k,
   '017_pg_text_gin_direct': pgTextGinDirect,
+  '018_pg_text_gin_bulk': pgTextGinBulk,
 };
