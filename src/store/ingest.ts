@@ -132,7 +132,6 @@ class SqliteIngest implements IngestStore {
   /** Started on the first write: the schema is migrated by then. */
   private get writer(): SqliteWriter {
     const h = this.store.sqlite as SQLite.Database;
-    if (h.memory) throw new Error('SQLite ingestion needs a database file');
     this.writerThread ??= new SqliteWriter(h.name, ingestWriterPragmas(h));
     return this.writerThread;
   }
@@ -226,6 +225,10 @@ class SqliteIngest implements IngestStore {
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
+    // The writer thread opens the database file: an in-memory database has none to share.
+    if ((this.store.sqlite as SQLite.Database).memory) {
+      return Promise.reject(new Error('SQLite ingestion needs a database file'));
+    }
     return new Promise<FlowResult<R>>((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
       this.queuedRecords += records;

@@ -72,14 +72,21 @@ export class SqliteWriter {
     return worker;
   }
 
+  /** Never throws: a thread that cannot start fails the call. */
   private call<T>(msg: WriterCall): Promise<T> {
-    this.worker ??= this.start();
-    const worker = this.worker;
-    const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      worker.ref();
-      worker.postMessage({ id, ...msg });
+      const id = this.nextId++;
+      try {
+        this.worker ??= this.start();
+        this.waiting.set(id, { resolve, reject });
+        this.worker.ref();
+        this.worker.postMessage({ id, ...msg });
+      } catch (err) {
+        // (A value that cannot be cloned, say.) Not waited for: the thread may let the process exit.
+        this.waiting.delete(id);
+        if (this.waiting.size === 0) this.worker?.unref();
+        reject(err);
+      }
     });
   }
 

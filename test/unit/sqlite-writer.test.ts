@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ingestWriterPragmas, openSqlite } from '../../src/store/db.ts';
+import { ingestStore } from '../../src/store/ingest.ts';
 import { SqliteWriter } from '../../src/store/sqlite-writer.ts';
 
 /** A database file with a table `t (id integer primary key, v text)`, and a writer thread on it. */
@@ -67,10 +68,35 @@ test('a failed step ends its transaction: later steps are refused and the commit
   assert.deepEqual(rows(), [{ id: 3, v: 'c' }]);
 });
 
+test('a call whose arguments cannot be sent fails at once, and the writer goes on', async (t) => {
+  const { writer, rows } = setup(t);
+  await assert.rejects(writer.run([[INSERT, [1, () => 'not data']]]), /could not be cloned/);
+  void writer.begin();
+  void writer.run([[INSERT, [2, 'b']]]);
+  await writer.commit();
+  assert.deepEqual(rows(), [{ id: 2, v: 'b' }]);
+});
+
 test('a rollback leaves nothing of the transaction', async (t) => {
   const { writer, rows } = setup(t);
   void writer.begin();
   await writer.run([[INSERT, [1, 'a']]]);
   await writer.rollback();
   assert.deepEqual(rows(), []);
+});
+
+test('ingestion into an in-memory SQLite database is refused, not left waiting', async () => {
+  const store = openSqlite(':memory:');
+  const ingest = ingestStore(store);
+  try {
+    await assert.rejects(
+      ingest.run(function* () {
+        return { plan: null, runId: 'r', result: null };
+      }),
+      /needs a database file/,
+    );
+  } finally {
+    await ingest.close();
+    await store.close();
+  }
 });
