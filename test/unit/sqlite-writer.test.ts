@@ -91,6 +91,7 @@ test('ingestion into an in-memory SQLite database is refused, not left waiting',
   try {
     await assert.rejects(
       ingest.run(function* () {
+        yield { op: 'ids', ids: ['x'] };
         return { plan: null, runId: 'r', result: null };
       }),
       /needs a database file/,
