@@ -43,6 +43,23 @@ export function ingestStore(store: Store): IngestStore {
   return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store);
 }
 
+/** A day's token usage row as both stores insert it (its columns in the order of their INSERTs). */
+function tokenUsageValues(t: TokenDelta, projectId: string, runId: string, now: number): unknown[] {
+  return [
+    newId(),
+    projectId,
+    runId,
+    t.day,
+    t.input_tokens,
+    t.output_tokens,
+    t.cache_read_input_tokens,
+    t.cache_creation_input_tokens,
+    t.cost,
+    t.day,
+    now,
+  ];
+}
+
 function rowValues(rows: RecordRow[], out: unknown[] = []): unknown[] {
   for (const r of rows) for (let i = 0; i < NCOLS; i++) out.push(r[RECORD_COLUMNS[i]]);
   return out;
@@ -176,24 +193,8 @@ class SqliteIngest implements IngestStore {
     if (plan.newTraces || plan.newSpans)
       steps.push([SQLITE.runCounts, [plan.newTraces, plan.newSpans, runId]]);
     if (plan.userSession) steps.push([SQLITE.runUserSession, [runId]]);
-    for (const t of plan.tokenUsage) {
-      steps.push([
-        SQLITE.tokenUpsert,
-        [
-          newId(),
-          projectId,
-          runId,
-          t.day,
-          t.input_tokens,
-          t.output_tokens,
-          t.cache_read_input_tokens,
-          t.cache_creation_input_tokens,
-          t.cost,
-          t.day,
-          now,
-        ],
-      ]);
-    }
+    for (const t of plan.tokenUsage)
+      steps.push([SQLITE.tokenUpsert, tokenUsageValues(t, projectId, runId, now)]);
     for (const c of plan.catalogue) {
       steps.push([
         SQLITE.catalogueUpsert,
@@ -213,15 +214,12 @@ class SqliteIngest implements IngestStore {
     return step.value;
   }
 
-  /**
-   * Sends a plan's writes without waiting for them: should they fail, the writer fails the rest of
-   * the transaction and its commit says so.
-   */
+  /** Sends a plan's writes (their failure fails the commit). */
   private apply(res: FlowResult<unknown>) {
     if (!res.plan) return;
     const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
     const steps = SqliteIngest.steps(res.plan, res.runId, projectId, Date.now() * 1000);
-    if (steps.length) this.writer.run(steps).catch(() => {});
+    if (steps.length) this.writer.send(steps);
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
@@ -243,9 +241,8 @@ class SqliteIngest implements IngestStore {
    * keeps the snapshot the flows read the one they write on.
    */
   private begin() {
-    // Not awaited: a failure here fails the transaction's later calls.
-    this.writer.begin().catch(() => {});
-    this.writer.run([[SQLITE.lockMain, []]]).catch(() => {});
+    this.writer.begin();
+    this.writer.send([[SQLITE.lockMain, []]]);
   }
 
   /**
@@ -313,7 +310,7 @@ class SqliteIngest implements IngestStore {
     SqliteIngest.insertSteps(rows, steps);
     await this.store.db.connection().execute(async () => {
       this.begin();
-      this.writer.run(steps).catch(() => {});
+      this.writer.send(steps);
       try {
         await this.writer.commit();
       } catch (err) {
@@ -461,19 +458,7 @@ class PgIngest implements IngestStore {
       .sort((a, b) => a.day - b.day)
       .map((t) => {
         const b = values.length;
-        values.push(
-          newId(),
-          projectId,
-          runId,
-          t.day,
-          t.input_tokens,
-          t.output_tokens,
-          t.cache_read_input_tokens,
-          t.cache_creation_input_tokens,
-          t.cost,
-          t.day,
-          now,
-        );
+        values.push(...tokenUsageValues(t, projectId, runId, now));
         const cast = (i: number) => (i === 8 ? '::double precision' : '');
         return `(${Array.from({ length: 11 }, (_, i) => `$${b + i + 1}${cast(i)}`).join(', ')})`;
       });

@@ -90,8 +90,14 @@ export class SqliteWriter {
     });
   }
 
-  begin(): Promise<void> {
-    return this.call({ op: 'begin' });
+  /** Not waited for: should it fail, so do the transaction's later calls and its commit. */
+  begin(): void {
+    this.call({ op: 'begin' }).catch(() => {});
+  }
+
+  /** `run` without waiting: should it fail, so do the transaction's later calls and its commit. */
+  send(steps: Step[]): void {
+    this.run(steps).catch(() => {});
   }
 
   /** The rows of `sql` for each list of arguments, in order. */
