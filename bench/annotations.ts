@@ -23,6 +23,7 @@ import { loadConfig } from '../src/config.ts';
 import { startServices } from '../src/server.ts';
 import type { QueueScope } from '../src/services/search.ts';
 import type { RecordSearch } from '../src/store/search-query.ts';
+import type { PgSearch } from '../src/store/search-postgres.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -316,9 +317,11 @@ async function main() {
       offset: parsed.startingToken,
       limit: parsed.limit + 1,
     };
-    const compiled = search.repo.pageQuery(store.db, q).compile();
-    if (store.dialect === 'postgres')
+    if (store.dialect === 'postgres') {
+      const compiled = (search.repo as PgSearch).searchStatement(store.db, q).compile();
       return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
+    }
+    const compiled = search.repo.pageQuery(store.db, q).compile();
     const stmt = store.sqlite!.prepare(compiled.sql);
     return async () => stmt.all(...(compiled.parameters as unknown[]));
   };

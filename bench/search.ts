@@ -459,7 +459,7 @@ function rawRunner(running: Running, projectId: string, runId: string, query: Qu
   if (store.dialect === 'postgres') {
     const repo = search.repo as PgSearch;
     if (!pgIndexableLeaves(q.tree).length) {
-      const compiled = repo.pageQuery(store.db, q).compile();
+      const compiled = repo.searchStatement(store.db, q).compile();
       return () => store.pool!.query(compiled.sql, compiled.parameters as unknown[]);
     }
     // As the search reads them: the text candidates, then the page, in one snapshot.
@@ -470,7 +470,7 @@ function rawRunner(running: Running, projectId: string, runId: string, query: Qu
         .setAccessMode('read only')
         .execute(async (trx) => {
           const candidates = await repo.text.candidates(trx, q.tree, q.types);
-          const compiled = repo.pageQuery(trx, q, candidates).compile();
+          const compiled = repo.searchStatement(trx, q, candidates).compile();
           return trx.executeQuery(compiled);
         });
   }

@@ -296,6 +296,16 @@ export function annotationView(a: AnnotationRow): AnnotationView {
 }
 
 /**
+ * SQL true when the record `recordRef` (a column reference such as `r.id`) has feedback to show:
+ * annotations or a place in a queue. An aggregate exists only beside its annotations, so a record
+ * without either has none of the three, and its page entry needs no `recordFeedback` read.
+ */
+export function hasFeedbackSql(recordRef: string): string {
+  return `(exists (select 1 from annotations as fa where fa.record_id = ${recordRef})
+    or exists (select 1 from annotation_queue_records as fq where fq.record_id = ${recordRef}))`;
+}
+
+/**
  * The feedback of each record in `recordIds` (records without any are left out), read on `db` (a
  * connection or transaction of the caller, so that it comes from the page's snapshot).
  */

@@ -16,6 +16,7 @@
  */
 import { PROMOTED_METRICS } from '../domain/records.ts';
 import { RecordSchema } from '../domain/record-json.ts';
+import { hasFeedbackSql } from './annotations.ts';
 
 /** The largest timestamp stored (µs; ingestion keeps integers within the safe range): year 2255. */
 const MAX_US = '9007199254740991';
@@ -54,8 +55,7 @@ const renderable = () =>
     ...['id', 'type', 'name', 'project_id', 'run_id'].map((c) => `typeof(r.${c}) = 'text'`),
     `(r.body is null or (json_valid(r.body) and instr(r.body, '"in":') = 0 and instr(r.body, '"out":') = 0))`,
     // Feedback (annotations, their aggregates, queues) is rendered in JavaScript.
-    'not exists (select 1 from annotations as fa where fa.record_id = r.id)',
-    'not exists (select 1 from annotation_queue_records as fq where fq.record_id = r.id)',
+    `not ${hasFeedbackSql('r.id')}`,
     `(r.metrics is null or not (${[
       `r.metrics glob '*"[0-9]*'`,
       `r.metrics glob '*"num_*'`,

@@ -562,6 +562,57 @@ for (const store of storesUnderTest()) {
       assert.deepEqual((await trace(traces[1])).annotation_queue_ids, []);
     });
 
+    test('search pages show each record its feedback as reading it alone does, on a deep page too', async () => {
+      // 600 traces, newest first in a search: the oldest lie past offset 500, where the page reads
+      // feedback without its per-row flag (PostgreSQL), the newest on the first page.
+      const LS3 = (await ok('POST', '/log_streams', { name: 'feedback-pages' })).id;
+      const ids = Array.from({ length: 600 }, () => crypto.randomUUID());
+      await ok('POST', '/traces', {
+        log_stream_id: LS3,
+        traces: ids.map((id, i) => ({
+          id,
+          name: `f${i}`,
+          created_at: iso(BASE_TIME_US + i * 1000),
+          input: 'q',
+        })),
+      });
+      const stars = await template({ name: `page-stars-${Math.random()}`, type: 'stars' });
+      const q = await ok('POST', '/annotation_queues', { name: `page-queue-${Math.random()}` });
+      const [oldest, newest, plain] = [ids[0], ids[599], ids[598]];
+      for (const id of [oldest, newest]) assert.equal((await annotate(id, stars, { value: 4 })).status, 200);
+      await ok('POST', `/annotation_queues/${q.id}/records`, { record_ids: [oldest, newest] });
+      const feedback = (r: Json) => ({
+        annotations: r.annotations,
+        annotation_aggregates: r.annotation_aggregates,
+        annotation_queue_ids: r.annotation_queue_ids,
+      });
+      const page = async (starting_token: number) => {
+        const r = await s.call('POST', url('/traces/search'), {
+          log_stream_id: LS3,
+          pagination: { starting_token, limit: 100 },
+        });
+        assert.equal(r.status, 200, r.text);
+        return new Map<string, Json>(r.body.records.map((x: Json) => [x.id, x]));
+      };
+      const first = await page(0);
+      const deep = await page(550);
+      for (const [id, shown] of [
+        [newest, first.get(newest)],
+        [plain, first.get(plain)],
+        [oldest, deep.get(oldest)],
+      ] as const) {
+        assert.ok(shown, id);
+        assert.deepEqual(feedback(shown), feedback(await trace(id)));
+      }
+      assert.equal(first.get(newest)?.annotations[stars][s.adminId].value, 4);
+      assert.deepEqual(deep.get(oldest)?.annotation_queue_ids, [q.id]);
+      assert.deepEqual(feedback(first.get(plain) as Json), {
+        annotations: {},
+        annotation_aggregates: {},
+        annotation_queue_ids: [],
+      });
+    });
+
     test('queue progress: per member the records annotated on every template, as fully_annotated counts them', async () => {
       const up = await template({ name: 'p-up', type: 'thumbs' });
       const tag = await template({ name: 'p-tags', type: 'tags' });
