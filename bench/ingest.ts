@@ -30,9 +30,10 @@ import {
   createPgSchema,
   dirFiles,
   dropPgSchema,
-  pgSchemaBytes,
+  pgRelationBytes,
   poster,
   restingFiles,
+  restingPgRelations,
   startChildServer,
   textBacklog,
 } from './lib/server.ts';
@@ -204,14 +205,14 @@ async function httpPhase() {
     clearInterval(sampler);
     const peak = server.peakRss();
     // Disk: at the end of the burst (the write-ahead logs at their largest), and at rest, once the
-    // server has truncated its WALs after 10 s without writes (waited for up to 30 s).
+    // server has truncated its WALs after 10 s without writes, or (PostgreSQL) vacuumed its text
+    // queue (waited for up to 30 s).
     const sizes = async () =>
-      store === 'sqlite'
-        ? dirFiles(dataDir)
-        : { [`schema ${schema}`]: await pgSchemaBytes(pgUrl as string, schema) };
+      store === 'sqlite' ? dirFiles(dataDir) : await pgRelationBytes(pgUrl as string, schema);
     const total = (f: Record<string, number>) => Object.values(f).reduce((a, b) => a + b, 0);
     const busyDisk = total(await sizes());
-    const files = store === 'sqlite' ? await restingFiles(dataDir) : await sizes();
+    const files =
+      store === 'sqlite' ? await restingFiles(dataDir) : await restingPgRelations(pgUrl as string, schema);
     const disk = total(files);
     const check = await call(server, 'GET', `/v2/projects/${projectId}/log_streams/${logStreamId}`);
     const stored = Number(check.body.num_traces) * RECORDS_PER_TRACE;
@@ -235,8 +236,9 @@ async function httpPhase() {
   } finally {
     await server.stop();
     // On PostgreSQL the data directory still holds the admin and secret keys.
-    if (store === 'postgres') await dropPgSchema(pgUrl as string, schema);
-    if (args.keep) console.log(`kept: ${server.dataDir}`);
+    if (store === 'postgres' && !args.keep) await dropPgSchema(pgUrl as string, schema);
+    if (args.keep)
+      console.log(`kept: ${server.dataDir}${store === 'postgres' ? ` and schema ${schema}` : ''}`);
     else fs.rmSync(server.dataDir, { recursive: true, force: true });
   }
 }

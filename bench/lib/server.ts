@@ -217,6 +217,47 @@ export async function restingFiles(dir: string, maxMs = 30_000): Promise<Record<
   return files;
 }
 
+/**
+ * Bytes on disk of each relation of a schema: each table (heap, TOAST, free space and visibility
+ * maps) and each of its indexes, by name. They add up to `pgSchemaBytes`.
+ */
+export async function pgRelationBytes(url: string, schema: string): Promise<Record<string, number>> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const { rows } = await c.query(
+      `select c.relname as name, pg_table_size(c.oid)::bigint as bytes
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+       where n.nspname = $1 and c.relkind in ('r', 'm')
+       union all
+       select i.relname, pg_relation_size(i.oid)::bigint
+       from pg_index x join pg_class i on i.oid = x.indexrelid join pg_class t on t.oid = x.indrelid
+       join pg_namespace n on n.oid = t.relnamespace
+       where n.nspname = $1 and t.relkind in ('r', 'm')`,
+      [schema],
+    );
+    return Object.fromEntries(rows.map((r) => [r.name as string, Number(r.bytes)]));
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * `pgRelationBytes` once the server's work after a burst has settled: read every second until two
+ * readings agree (the text queue is vacuumed once drained), for up to `maxMs`.
+ */
+export async function restingPgRelations(url: string, schema: string, maxMs = 30_000) {
+  const until = performance.now() + maxMs;
+  let sizes = await pgRelationBytes(url, schema);
+  while (performance.now() < until) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const next = await pgRelationBytes(url, schema);
+    if (JSON.stringify(next) === JSON.stringify(sizes)) break;
+    sizes = next;
+  }
+  return sizes;
+}
+
 /** Bytes of a PostgreSQL schema's tables with their indexes and TOAST. */
 export async function pgSchemaBytes(url: string, schema: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });

@@ -193,6 +193,12 @@ export async function requeueAllPg(db: Kysely<any>): Promise<void> {
 }
 
 /**
+ * The text queue is vacuumed each time the indexer has drained it, at most once in this time: a
+ * vacuum of the small table costs milliseconds, but ingestion at a trickle drains it every turn.
+ */
+const VACUUM_EVERY_MS = 1000;
+
+/**
  * The background job of one process: indexes batches while entries are queued, then looks again
  * every `idleMs`. Failures (a lost connection, a deadlock with another indexer) are retried later.
  */
@@ -206,6 +212,7 @@ export class PgTextIndexer implements TextIndexer {
   constructor(
     private readonly db: Kysely<any>,
     private readonly idleMs = 200,
+    private readonly vacuumEveryMs = VACUUM_EVERY_MS,
   ) {}
 
   start(): void {
@@ -215,15 +222,28 @@ export class PgTextIndexer implements TextIndexer {
   }
 
   private async run(): Promise<void> {
+    // Whether entries were taken (so deleted) from the queue since it was last vacuumed, and when.
+    let taken = false;
+    let vacuumed = 0;
     while (this.running) {
       let wait = this.idleMs;
       try {
         // One process of those sharing the database indexes (the holder of the lease); the others
         // take over when it stops.
         if (!(await leasesOf(this.db).hold(TEXT_INDEX_JOB))) wait = this.idleMs * 5;
-        // No pause between batches, ingestion or not: a batch costs the database and this process
-        // a small fraction of what ingesting its records did, and a paused indexer fell behind.
-        else if ((await indexQueuedPg(this.db)) > 0) wait = 0;
+        else if ((await indexQueuedPg(this.db)) > 0) {
+          // No pause between batches, ingestion or not: a batch costs the database and this
+          // process a small fraction of what ingesting its records did, and a paused indexer fell
+          // behind.
+          taken = true;
+          wait = 0;
+        } else if (taken && Date.now() - vacuumed >= this.vacuumEveryMs) {
+          // Every queued record leaves a dead row behind. Vacuumed once drained, the emptied
+          // table gives its pages back to the file system (autovacuum may be off, or late).
+          taken = false;
+          vacuumed = Date.now();
+          await sql`vacuum records_text_queue`.execute(this.db);
+        }
       } catch {
         wait = 1000;
       }

@@ -162,6 +162,37 @@ if (storesUnderTest().includes('postgres')) {
       assert.equal(back.length, 1);
     });
 
+    test('once drained, the indexer vacuums the queue: the emptied table gives its pages back', async () => {
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      await ingestTraces(
+        s,
+        projectId,
+        logStreamId,
+        Array.from({ length: 400 }, (_, i) => ({ id: randomUUID(), name: `v${i}`, input: `vacuum ${i}` })),
+      );
+      const pages = async () =>
+        Number(
+          (
+            await sql<{
+              n: string;
+            }>`select pg_relation_size('records_text_queue') / current_setting('block_size')::int as n`.execute(
+              db(),
+            )
+          ).rows[0].n,
+        );
+      assert.ok((await pages()) > 0, 'the queue holds the records');
+      const indexer = new PgTextIndexer(db(), 10, 0);
+      indexer.start();
+      try {
+        const until = Date.now() + 10_000;
+        while ((await pages()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+        assert.equal(await indexer.pending(), 0);
+        assert.equal(await pages(), 0, 'the drained queue was vacuumed down to no pages');
+      } finally {
+        await indexer.stop();
+      }
+    });
+
     test('several processes index one queue while texts change: the index ends as the records are', async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
       const ids = Array.from({ length: 300 }, () => randomUUID());
