@@ -17,6 +17,7 @@ import * as pgTextBlocks from './015_pg_text_blocks.ts';
 import * as pageSize16k from './016_page_size_16k.ts';
 import * as pgTextGinDirect from './017_pg_text_gin_direct.ts';
 import * as pgTextGinBulk from './018_pg_text_gin_bulk.ts';
+import * as pgRunTypeCreatedSlim from './019_pg_run_type_created_slim.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -38,4 +39,5 @@ export const migrations: Record<string, Migration> = {
   '016_page_size_16k': pageSize16k,
   '017_pg_text_gin_direct': pgTextGinDirect,
   '018_pg_text_gin_bulk': pgTextGinBulk,
+  '019_pg_run_type_created_slim': pgRunTypeCreatedSlim,
 };
