@@ -198,6 +198,13 @@ export async function requeueAllPg(db: Kysely<any>): Promise<void> {
  */
 const VACUUM_EVERY_MS = 1000;
 
+async function queueHasPages(db: Kysely<any>): Promise<boolean> {
+  const { rows } = await sql<{
+    pages: boolean;
+  }>`select pg_relation_size('records_text_queue') > 0 as pages`.execute(db);
+  return rows[0].pages;
+}
+
 /**
  * The background job of one process: indexes batches while entries are queued, then looks again
  * every `idleMs`. Failures (a lost connection, a deadlock with another indexer) are retried later.
@@ -222,7 +229,8 @@ export class PgTextIndexer implements TextIndexer {
   }
 
   private async run(): Promise<void> {
-    // Whether entries were taken (so deleted) from the queue since it was last vacuumed, and when.
+    // Whether the queue may hold dead rows to vacuum (entries were taken from it since a vacuum
+    // left it without pages), and when it was last vacuumed.
     let taken = false;
     let vacuumed = 0;
     while (this.running) {
@@ -239,10 +247,12 @@ export class PgTextIndexer implements TextIndexer {
           wait = 0;
         } else if (taken && Date.now() - vacuumed >= this.vacuumEveryMs) {
           // Every queued record leaves a dead row behind. Vacuumed once drained, the emptied
-          // table gives its pages back to the file system (autovacuum may be off, or late).
-          taken = false;
+          // table gives its pages back to the file system (autovacuum may be off, or late). A
+          // snapshot older than the last batch, or a reader's lock, can keep them: then again
+          // later.
           vacuumed = Date.now();
           await sql`vacuum records_text_queue`.execute(this.db);
+          taken = await queueHasPages(this.db);
         }
       } catch {
         wait = 1000;

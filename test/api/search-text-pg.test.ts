@@ -162,7 +162,7 @@ if (storesUnderTest().includes('postgres')) {
       assert.equal(back.length, 1);
     });
 
-    test('once drained, the indexer vacuums the queue: the emptied table gives its pages back', async () => {
+    test('once drained, the indexer vacuums the queue: the emptied table gives its pages back, once no snapshot holds them', async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
       await ingestTraces(
         s,
@@ -180,16 +180,31 @@ if (storesUnderTest().includes('postgres')) {
             )
           ).rows[0].n,
         );
+      const until = async (done: () => Promise<boolean>) => {
+        const deadline = Date.now() + 10_000;
+        while (!(await done()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      };
       assert.ok((await pages()) > 0, 'the queue holds the records');
+      // Another process's snapshot, taken before the indexer drains the queue, still sees its rows.
+      const other = openStore(s.config);
       const indexer = new PgTextIndexer(db(), 10, 0);
-      indexer.start();
       try {
-        const until = Date.now() + 10_000;
-        while ((await pages()) > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+        await other.db
+          .transaction()
+          .setIsolationLevel('repeatable read')
+          .execute(async (trx) => {
+            await sql`select count(*) from records_text_queue`.execute(trx);
+            indexer.start();
+            await until(async () => (await indexer.pending()) === 0);
+            await new Promise((r) => setTimeout(r, 300));
+            assert.ok((await pages()) > 0, 'rows an open snapshot sees are kept');
+          });
+        await until(async () => (await pages()) === 0);
         assert.equal(await indexer.pending(), 0);
         assert.equal(await pages(), 0, 'the drained queue was vacuumed down to no pages');
       } finally {
         await indexer.stop();
+        await other.close();
       }
     });
 
