@@ -10,6 +10,8 @@
  *   npm run bench:load -- --seconds 20 --ingesters 4 --searchers 4 --batch 20
  *   npm run bench:load -- --compare --seconds 30   # searches alone, ingestion alone, then both (issue 22, item 6)
  *   npm run bench:load -- --seconds 600            # a 10-minute soak: the private memory's trend
+ *   npm run bench:load -- --data-dir DIR           # SQLite: over an existing store (written to; kept),
+ *                                                  # e.g. bench:search's data set: memory at the store's size
  *
  * --compare runs three phases of --seconds each on the same server: the ingesters alone (flat out:
  * no pause between requests), the searchers alone over the data written, then both; it prints the searches' p95
@@ -34,10 +36,12 @@ const { values: args } = parseArgs({
     cooldown: { type: 'string', default: '0' },
     compare: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
+    'data-dir': { type: 'string' },
   },
 });
 
 const store = args.store === 'postgres' ? 'postgres' : 'sqlite';
+if (args['data-dir'] && store === 'postgres') throw new Error('--data-dir serves an existing SQLite store');
 const SECONDS = Math.max(1, Number(args.seconds));
 const INGESTERS = Math.max(0, Number(args.ingesters));
 const SEARCHERS = Math.max(0, Number(args.searchers));
@@ -163,6 +167,7 @@ async function main() {
     port: PORT,
     databaseUrl: DB_URL,
     env: { SPANBASE_LOG_LEVEL: 'warn' },
+    dataDir: args['data-dir'],
   });
   const kinds = new Map<string, Kind>();
   const firstErrors: string[] = [];

@@ -23,6 +23,11 @@ export interface ChildOptions {
   captureOutput?: boolean;
   /** PostgreSQL URL; defaults to SPANBASE_TEST_DATABASE_URL. */
   databaseUrl?: string;
+  /**
+   * An existing data directory to serve instead of a new one (a store built by another run, with its
+   * `initial-admin-key`); its `secret.key`, when there, is the server's key. Kept on close.
+   */
+  dataDir?: string;
 }
 
 export interface ChildServer {
@@ -99,7 +104,12 @@ async function pgQuery(url: string, text: string): Promise<void> {
 let counter = 0;
 
 export async function startChildServer(store: StoreKind, opts: ChildOptions = {}): Promise<ChildServer> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-child-'));
+  const dataDir = opts.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-child-'));
+  const keyFile = path.join(dataDir, 'secret.key');
+  const secretKey =
+    opts.dataDir && fs.existsSync(keyFile)
+      ? fs.readFileSync(keyFile, 'utf8').trim()
+      : crypto.randomBytes(32).toString('hex');
   const port = opts.port ?? (await freePort());
   const dbUrl = opts.databaseUrl ?? process.env.SPANBASE_TEST_DATABASE_URL;
   let schema: string | null = null;
@@ -119,7 +129,7 @@ export async function startChildServer(store: StoreKind, opts: ChildOptions = {}
     SPANBASE_QUIET_BOOTSTRAP: '1',
     SPANBASE_SCRYPT_COST: '1024',
     // Fixed across restarts, so tokens and stored secrets stay readable.
-    SPANBASE_SECRET_KEY: crypto.randomBytes(32).toString('hex'),
+    SPANBASE_SECRET_KEY: secretKey,
     ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: dbUrl!, SPANBASE_PG_SCHEMA: schema! } : {}),
     ...(opts.env ?? {}),
   };
@@ -219,7 +229,7 @@ export async function startChildServer(store: StoreKind, opts: ChildOptions = {}
       const force = setTimeout(() => p.kill('SIGKILL'), 10_000);
       await kill('SIGTERM');
       clearTimeout(force);
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!opts.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
       if (schema && dbUrl) await pgQuery(dbUrl, `DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     },
   };
