@@ -219,7 +219,7 @@ export async function restingFiles(dir: string, maxMs = 30_000): Promise<Record<
 
 /**
  * Bytes on disk of each relation of a schema: each table (heap, TOAST, free space and visibility
- * maps) and each of its indexes, by name. They add up to `pgSchemaBytes`.
+ * maps) and each of its indexes, by name.
  */
 export async function pgRelationBytes(url: string, schema: string): Promise<Record<string, number>> {
   const c = new pg.Client({ connectionString: url });
@@ -260,17 +260,5 @@ export async function restingPgRelations(url: string, schema: string, maxMs = 30
 
 /** Bytes of a PostgreSQL schema's tables with their indexes and TOAST. */
 export async function pgSchemaBytes(url: string, schema: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const { rows } = await c.query(
-      `select coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint as bytes
-       from pg_class c join pg_namespace n on n.oid = c.relnamespace
-       where n.nspname = $1 and c.relkind in ('r', 'm')`,
-      [schema],
-    );
-    return Number(rows[0].bytes);
-  } finally {
-    await c.end();
-  }
+  return Object.values(await pgRelationBytes(url, schema)).reduce((a, b) => a + b, 0);
 }
