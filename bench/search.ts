@@ -15,6 +15,7 @@
  *   npm run bench:search -- --growth              # 100,000 then 1,100,000 records: each query's growth
  *   npm run bench:search -- --growth --sizes 1000,11000   # other sizes (sessions; the first is the base)
  *   npm run bench:search -- --explain             # each query's plan (raw SQL) under the table
+ *   npm run bench:search -- --only 'no filter'    # only the queries whose name contains this
  *
  * Growth (issue 22, item 2): every query's p50 and p95 at each size and the ratio to the first size;
  * a query meets the target when its p95 grows at most 2×. With --reuse the data sets are kept.
@@ -49,6 +50,7 @@ const { values: args } = parseArgs({
     growth: { type: 'boolean', default: false },
     sizes: { type: 'string', default: '10000,110000' },
     explain: { type: 'boolean', default: false },
+    only: { type: 'string' },
   },
 });
 const SIZES = args.growth ? args.sizes.split(',').map(Number) : [Number(args.sessions)];
@@ -315,7 +317,7 @@ interface Query {
   limitMs: number;
 }
 // A customer holds 1% of the records; a user about 1 in 20,000 sessions (a rare value at any size).
-const QUERIES: Query[] = [
+const ALL_QUERIES: Query[] = [
   { name: 'no filter', body: {}, limitMs: 50 },
   { name: 'user_metadata equality', body: metaEq('customer', 'customer-042'), limitMs: 50 },
   { name: 'user_metadata rare value', body: metaEq('user', 'user-00042'), limitMs: 50 },
@@ -396,6 +398,8 @@ const QUERIES: Query[] = [
   },
   { name: 'available columns', body: {}, columns: true, limitMs: 20 },
 ];
+/** The queries timed: all, or those whose name contains --only (profiling one query). */
+const QUERIES = args.only ? ALL_QUERIES.filter((q) => q.name.includes(args.only as string)) : ALL_QUERIES;
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
