@@ -259,13 +259,14 @@ export interface RecordFeedback {
 
 export const NO_FEEDBACK: RecordFeedback = { annotations: [], aggregates: [], queueIds: [] };
 
+const byKey = <T>(a: [string, T], b: [string, T]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
+
 /**
  * The record fields of its feedback: `annotations` by template id and author (a reviewer's user id,
  * or `end_user:<external id>`), `annotation_aggregates` by template id and source, and
  * `annotation_queue_ids`. Entries go in code point order of their keys, whatever order they came in.
  */
 export function feedbackFields(f: RecordFeedback) {
-  const byKey = <T>(a: [string, T], b: [string, T]) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0);
   const annotations: Record<string, Record<string, unknown>> = {};
   const sorted = [...f.annotations].sort(
     (a, b) => byKey([a.template_id, 0], [b.template_id, 0]) || byKey([a.author, 0], [b.author, 0]),

@@ -296,6 +296,10 @@ export function recordToApi(row: StoredRecord, opts: ApiRecordOptions = {}): Rec
   const body = parseBody(row);
   const x = body.x ?? {};
   const type = row.type;
+  const feedback = feedbackFields(opts.feedback ?? NO_FEEDBACK);
+  // Keys go in the order the schema's serializer writes them (RecordSchema's required fields, then
+  // its optional ones), so JSON.stringify of the result is that serializer's text
+  // (domain/record-json.ts relies on it; test/unit/search-json.test.ts checks it).
   const out: Record<string, any> = {
     id: row.id,
     type,
@@ -322,8 +326,10 @@ export function recordToApi(row: StoredRecord, opts: ApiRecordOptions = {}): Rec
     dataset_output: body.dout ?? null,
     metrics: metricsOf(row),
     has_children: Number(row.num_children) > 0,
-    ...feedbackFields(opts.feedback ?? NO_FEEDBACK),
+    annotations: feedback.annotations,
+    annotation_aggregates: feedback.annotation_aggregates,
     annotation_agreement: {},
+    annotation_queue_ids: feedback.annotation_queue_ids,
     feedback_rating_info: {},
     file_ids: [],
     file_modalities: [],

@@ -4,8 +4,8 @@
  * every record is then either indexed as it is in that snapshot or queued.
  */
 import { type Kysely, sql } from 'kysely';
-import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts';
-import type { StoredRecord } from '../domain/records.ts';
+import { type PageFormat, pageBodyOf } from '../domain/record-json.ts';
+import { type StoredRecord, recordToApi } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import { metadataProbe } from '../query/metadata-index.ts';
 import { hasFeedbackSql, recordFeedback } from './annotations.ts';
@@ -88,8 +88,8 @@ export class PgSearch implements SearchStore {
     const { rows, feedback } = await this.rows(q, page.limit);
     const more = rows.length > page.limit;
     const shown = (more ? rows.slice(0, page.limit) : rows) as unknown as StoredRecord[];
-    return pageBody(
-      shown.map((r) => Buffer.from(recordJson(r, page.includeCounts, feedback.get(r.id)))),
+    return pageBodyOf(
+      shown.map((r) => recordToApi(r, { includeCounts: page.includeCounts, feedback: feedback.get(r.id) })),
       shown.length ? shown[shown.length - 1].id : null,
       more,
       page,

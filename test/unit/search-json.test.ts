@@ -1,11 +1,14 @@
 /**
  * store/search-json.ts: the SQLite statement that renders search records as JSON gives, byte for byte,
  * what recordToApi and the response schema's serializer give, and leaves to JavaScript every row it
- * cannot render exactly.
+ * cannot render exactly. domain/record-json.ts: JSON.stringify of recordToApi is that serializer's
+ * text, and a page rendered whole is the page of its records' texts.
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
+import fastJson from 'fast-json-stringify';
+import type { RecordFeedback } from '../../src/domain/annotations.ts';
 import {
   RECORD_COLUMNS,
   RECORD_TYPES,
@@ -13,9 +16,10 @@ import {
   type RecordRow,
   type StoredRecord,
   encodeIo,
+  recordToApi,
 } from '../../src/domain/records.ts';
 import { RecordSchema } from '../../src/schemas/records.ts';
-import { recordJson } from '../../src/domain/record-json.ts';
+import { pageBody, pageBodyOf, recordJson } from '../../src/domain/record-json.ts';
 import { openSqlite } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { SqliteSearch } from '../../src/store/search-sqlite.ts';
@@ -195,6 +199,85 @@ function put(r: RecordRow): { rowid: number; stored: StoredRecord } {
   const rowid = Number(insert.run({ ...r, id }).lastInsertRowid);
   return { rowid, stored: readRow.get(rowid) as StoredRecord };
 }
+
+const feedback: fc.Arbitrary<RecordFeedback> = fc.record({
+  annotations: fc.array(
+    fc.record({
+      template_id: uuid,
+      author: fc.oneof(
+        uuid,
+        text.map((t) => `end_user:${t}`),
+      ),
+      source: fc.constantFrom('reviewer', 'end_user'),
+      user_id: uuid,
+      external_user_id: nullable(text),
+      value: json,
+      explanation: nullable(text),
+      created_at: micros,
+      updated_at: micros,
+    }),
+    { maxLength: 3 },
+  ),
+  aggregates: fc.array(
+    fc.record({
+      template_id: uuid,
+      template_type: fc.constantFrom('thumbs', 'stars', 'score', 'categorical', 'tags', 'text'),
+      source: fc.constantFrom('reviewer', 'end_user'),
+      aggregate: fc.record({
+        n: fc.nat(),
+        sum: nullable(finite),
+        min: nullable(finite),
+        max: nullable(finite),
+        counts: fc.dictionary(key, fc.nat(), { maxKeys: 3 }),
+      }),
+    }),
+    { maxLength: 3 },
+  ),
+  queueIds: fc.array(uuid, { maxLength: 3 }),
+}) as fc.Arbitrary<RecordFeedback>;
+
+test("JSON.stringify of recordToApi is the response schema serializer's text", () => {
+  const serialize = fastJson(RecordSchema as object);
+  fc.assert(
+    fc.property(row, fc.boolean(), fc.option(feedback, { nil: undefined }), (r, counts, f) => {
+      const { stored } = put(r);
+      const api = recordToApi(stored, { includeCounts: counts, feedback: f });
+      assert.equal(recordJson(stored, counts, f), serialize(api));
+    }),
+    { numRuns: 1500 },
+  );
+});
+
+test('a page rendered whole is the page of its records rendered one by one', () => {
+  fc.assert(
+    fc.property(
+      fc.array(row, { maxLength: 4 }),
+      fc.boolean(),
+      fc.nat(1000),
+      fc.integer({ min: 1, max: 100 }),
+      (rs, more, startingToken, limit) => {
+        const stored = rs.map((r) => put(r).stored);
+        const f = { startingToken, limit, includeCounts: more };
+        const lastId = stored.length ? stored[stored.length - 1].id : null;
+        const one = pageBody(
+          stored.map((s) => Buffer.from(recordJson(s, more))),
+          lastId,
+          more,
+          f,
+        );
+        const whole = pageBodyOf(
+          stored.map((s) => recordToApi(s, { includeCounts: more })),
+          lastId,
+          more,
+          f,
+        );
+        assert.equal(whole.toString('utf8'), one.toString('utf8'));
+        JSON.parse(whole.toString('utf8'));
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
 
 test('the statement renders a record exactly as recordToApi and the response schema do', async () => {
   let bySql = 0;
