@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase } from 'kysely';
+import {
+  Kysely,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  SqliteDialect,
+  type SqliteDatabase,
+} from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
 import { foldCase } from '../domain/text.ts';
@@ -190,7 +197,7 @@ export function openPostgres(url: string, searchPath: string | null): Store {
   });
   // An idle client that errors (server restart) must not crash the process.
   pool.on('error', () => {});
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool: callbackQueries(pool) }) });
   return {
     db,
     dialect: 'postgres',
@@ -200,6 +207,40 @@ export function openPostgres(url: string, searchPath: string | null): Store {
     async close() {
       await db.destroy();
     },
+  };
+}
+
+/**
+ * The pool as Kysely's driver sees it, each query run through pg's callback form. The driver calls
+ * pg's promise form (`client.query(sql, params)`), after which a search page's garbage collection
+ * took 0.20–0.24 ms more per query than with the callback form (same statement, separate processes:
+ * 75 collections instead of 48 over 2,000 queries, each longer, the old generation growing about
+ * 2 MB a scavenge); the cause inside pg was not pinned down.
+ */
+function callbackQueries(pool: pg.Pool): PostgresPool {
+  const wrapped = new WeakMap<pg.PoolClient, PostgresPoolClient>();
+  const wrap = (client: pg.PoolClient) =>
+    ({
+      // Kysely passes a cursor only when the dialect is given one (streaming), which ours is not.
+      query(text: string, values: readonly unknown[]) {
+        return new Promise<pg.QueryResult>((resolve, reject) =>
+          client.query(text, values as unknown[], (err, res) => (err ? reject(err) : resolve(res))),
+        );
+      },
+      // pg-pool sets a client's release anew at each checkout.
+      release: () => client.release(),
+    }) as unknown as PostgresPoolClient;
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let c = wrapped.get(client);
+      if (!c) {
+        c = wrap(client);
+        wrapped.set(client, c);
+      }
+      return c;
+    },
+    end: () => pool.end(),
   };
 }
 
