@@ -3,8 +3,9 @@
  * span) in one log stream, a fixed query set on sessions, traces and spans through the HTTP API of an
  * in-process server (loopback, port 18200 for SQLite, 18201 for PostgreSQL), each query beside the
  * same SQL run raw in the same process; p50, p95 and p99. Each API figure is also given above the
- * HTTP floor (a health check's round trip with the same client), and "API at most 1.5× raw" is
- * judged only for queries whose raw p50 is at least 2 ms (issue 22, item 8). Then the same searches
+ * HTTP floor (a health check's round trip with the same client). The target "at most 1.5× raw"
+ * (issue 22, item 8) is judged on the server's time above that floor, (API − floor) / raw at p50,
+ * and only for queries whose raw p50 is at least 2 ms; API/raw is printed beside it. Then the same searches
  * while records are being written, counting write errors ("database is locked" must never reach a
  * client) and the slowest write.
  *
@@ -690,7 +691,7 @@ async function runSize(sessions: number): Promise<QueryResult[]> {
     `\n  HTTP floor (GET /v2/healthcheck, same client): p50 ${f.p50.toFixed(2)} p95 ${f.p95.toFixed(2)} p99 ${f.p99.toFixed(2)} ms`,
   );
   console.log(
-    `\n  ${'query'.padEnd(32)} ${'API p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'raw p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'API−floor'.padStart(9)} │ API/raw p50 (≤ 1.5 when raw ≥ 2 ms) │ rows │ p95 target`,
+    `\n  ${'query'.padEnd(32)} ${'API p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'raw p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ ${'API−floor'.padStart(9)} │ API/raw │ (API−floor)/raw p50 (≤ 1.5 when raw ≥ 2 ms) │ rows │ p95 target`,
   );
   const results: QueryResult[] = [];
   const plans: string[] = [];
@@ -712,10 +713,10 @@ async function runSize(sessions: number): Promise<QueryResult[]> {
     // Item 8 of issue 22: the server's time above the HTTP floor, and the ratio judged only where
     // the raw query takes 2 ms or more (below that, the floor and waking the reader dominate).
     const above = a.p50 - f.p50;
-    const ratio = a.p50 / b.p50;
+    const ratio = above / b.p50;
     const judged = b.p50 >= 2 ? (ratio <= 1.5 ? 'met' : 'MISSED') : 'n/a (raw < 2 ms)';
     console.log(
-      `  ${q.name.padEnd(32)} ${fmt(a.p50)} ${fmt(a.p95)} ${fmt(a.p99)} │ ${fmt(b.p50)} ${fmt(b.p95)} ${fmt(b.p99)} │ ${fmt(above).padStart(9)} │ ${ratio.toFixed(2).padStart(5)} ${judged.padEnd(29)} │ ${String(rows).padStart(4)} │ ≤ ${limit} ms ${ok ? 'met' : 'MISSED'}`,
+      `  ${q.name.padEnd(32)} ${fmt(a.p50)} ${fmt(a.p95)} ${fmt(a.p99)} │ ${fmt(b.p50)} ${fmt(b.p95)} ${fmt(b.p99)} │ ${fmt(above).padStart(9)} │ ${(a.p50 / b.p50).toFixed(2).padStart(7)} │ ${ratio.toFixed(2).padStart(5)} ${judged.padEnd(37)} │ ${String(rows).padStart(4)} │ ≤ ${limit} ms ${ok ? 'met' : 'MISSED'}`,
     );
     results.push({ query: q.name, api: a, raw: b, rows, limitMs: limit, ok });
     if (args.explain && !q.columns)
