@@ -183,6 +183,8 @@ async function measure(server: Server, projectId: string, logStreamId: string, d
     await time(s.name, () =>
       call(server, 'POST', `/v2/projects/${projectId}/${s.kind}/search`, { ...scope, ...s.body }),
     );
+  // Which part drives the peak: the table's figure is the process's peak so far, dashboard included.
+  console.log(`  server RSS peak after the searches ${mb(server.peakRss())}`);
   await time('dashboard: 2 widgets, group_by model', () =>
     call(server, 'POST', `/v2/projects/${projectId}/log_streams/${logStreamId}/trends/${dashboardId}/query`),
   );
@@ -372,7 +374,9 @@ async function main() {
       const g = await grow(server, projectId, logStreamId, size - total, gen);
       total += g.written;
       jsonBytes += g.bytes;
+      console.log(`  server RSS peak after ingesting ${mb(server.peakRss())}`);
       const queries = await measure(server, projectId, logStreamId, dash.body.id);
+      console.log(`  server RSS peak after the dashboard ${mb(server.peakRss())}`);
       const disk = await storeBytes(server);
       const stage: Stage = {
         records: total,
