@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import {
   type ConsoleServer,
   launchChromium,
@@ -39,6 +39,20 @@ async function expectRows(page: Page, want: string[]) {
     await page.waitForTimeout(100);
   }
   assert.deepEqual(got, want);
+}
+
+/**
+ * Waits until `locator` matches exactly `n` elements: an action's state and URL updates can land in
+ * separate renders (collapsing the selected span's parent selects that parent through the URL).
+ */
+async function expectCount(locator: Locator, n: number) {
+  let got = -1;
+  for (let i = 0; i < 50; i++) {
+    got = await locator.count();
+    if (got === n) return;
+    await locator.page().waitForTimeout(100);
+  }
+  assert.equal(got, n);
 }
 
 for (const store of storesUnderTest()) {
@@ -304,7 +318,7 @@ for (const store of storesUnderTest()) {
       await page.reload();
       await page.locator('.panel').getByRole('heading', { name: 'respond' }).waitFor();
       await page.getByRole('button', { name: 'Collapse answer' }).click();
-      assert.equal(await tree.getByRole('treeitem').count(), 2);
+      await expectCount(tree.getByRole('treeitem'), 2);
 
       // Next record of the list it came from (the chat's second turn, in created_at order).
       await page.getByRole('link', { name: 'Next trace' }).click();
