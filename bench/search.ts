@@ -1,13 +1,13 @@
 /**
- * Search benchmark: 1,000,000 records (100,000 sessions of 3 traces, each trace with an llm and a tool
- * span) in one log stream, a fixed query set on sessions, traces and spans through the HTTP API of an
- * in-process server (loopback, port 18200 for SQLite, 18201 for PostgreSQL), each query beside the
- * same SQL run raw in the same process; p50, p95 and p99. Each API figure is also given above the
- * HTTP floor (a health check's round trip with the same client). The target "at most 1.5× raw"
- * (issue 22, item 8) is judged on the server's time above that floor, (API − floor) / raw at p50,
- * and only for queries whose raw p50 is at least 2 ms; API/raw is printed beside it. Then the same searches
- * while records are being written, counting write errors ("database is locked" must never reach a
- * client) and the slowest write.
+ * Search benchmark: 1,000,000 records (100,000 sessions of 3 traces, each trace with an llm and a
+ * tool span) in one log stream, a fixed query set on sessions, traces and spans through the HTTP
+ * API of an in-process server (loopback, port 18200 for SQLite, 18201 for PostgreSQL), each query
+ * beside the same SQL run raw in the same process; p50, p95 and p99. Each API figure is also given
+ * above the HTTP floor (a health check's round trip with the same client). The target "at most 1.5×
+ * raw" (issue 22, item 8) is judged on the server's time above that floor, (API − floor) / raw at
+ * p50, and only for queries whose raw p50 is at least 2 ms; API/raw is printed beside it. Then the
+ * same searches while records are being written, counting write errors ("database is locked" must
+ * never reach a client) and the slowest write.
  *
  *   npm run bench:search                          # SQLite
  *   npm run bench:search -- --store postgres      # PostgreSQL (SPANBASE_BENCH_DATABASE_URL or the test URL)

@@ -1,18 +1,19 @@
 /**
  * SQLite: each record of a search page as its response JSON, built by the statement that reads it.
  *
- * The text is exactly what the route's response schema makes of `recordToApi(row)` (domain/records.ts,
- * domain/record-json.ts RecordSchema, serialized with fast-json-stringify): the same fields, in the
- * order that serializer writes them, with the same values and the same bytes. The stored JSON columns (tags, metadata,
- * extra metrics) were written by JSON.stringify and are spliced as they are; strings are quoted by
- * json_quote, which escapes as JSON.stringify does. Only the fields of RecordSchema are written, each
- * named here, so no other column of the row can reach a response.
+ * The text is exactly what the route's response schema makes of `recordToApi(row)`
+ * (domain/records.ts, domain/record-json.ts RecordSchema, serialized with fast-json-stringify): the
+ * same fields, in the order that serializer writes them, with the same values and the same bytes.
+ * The stored JSON columns (tags, metadata, extra metrics) were written by JSON.stringify and are
+ * spliced as they are; strings are quoted by json_quote, which escapes as JSON.stringify does. Only
+ * the fields of RecordSchema are written, each named here, so no other column of the row can reach
+ * a response.
  *
  * A row the statement cannot render exactly gets NULL instead, and the caller renders that row in
- * JavaScript (recordJson): a structured input or output (its contents
- * are sliced out of the flattened text), a timestamp outside 1970–9999, a value of an unexpected
- * storage class, or extra metric keys whose order or merging JavaScript would change.
- * test/unit/search-json.test.ts checks the two renderings agree, byte for byte.
+ * JavaScript (recordJson): a structured input or output (its contents are sliced out of the
+ * flattened text), a timestamp outside 1970–9999, a value of an unexpected storage class, or extra
+ * metric keys whose order or merging JavaScript would change. test/unit/search-json.test.ts checks
+ * the two renderings agree, byte for byte.
  */
 import { PROMOTED_METRICS } from '../domain/records.ts';
 import { RecordSchema } from '../domain/record-json.ts';
