@@ -21,6 +21,7 @@ import { readStores } from '../store/read-stores.ts';
 import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
+import { PromptTemplatesRepo } from '../store/prompt-templates.ts';
 import { AnnotationQueuesService } from './annotation-queues.ts';
 import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
@@ -47,6 +48,7 @@ import { SearchService } from './search.ts';
 import { SignalsService } from './signals.ts';
 import { UsersService } from './users.ts';
 import { WidgetDataService } from './widget-data.ts';
+import { PromptTemplatesService } from './prompt-templates.ts';
 
 /** Every service, wired to one store. Routes reach the database only through these. */
 export interface Services {
@@ -77,6 +79,7 @@ export interface Services {
   tableStats: TableStatsService | null;
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
+  promptTemplates: PromptTemplatesService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -190,5 +193,11 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     tableStats,
     readiness: new ReadinessService(store),
     modelCalls: new ModelCallsService(new ModelCallsRepo(store.db), integrations, prices, config),
+    promptTemplates: new PromptTemplatesService(
+      new PromptTemplatesRepo(store.db, store.dialect),
+      projects,
+      usersRepo,
+      null,
+    ),
   };
 }

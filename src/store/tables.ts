@@ -420,4 +420,48 @@ export interface DB {
   record_metadata: RecordMetadataTable;
   leases: LeasesTable;
   console_sessions: ConsoleSessionsTable;
+  prompt_templates: PromptTemplatesTable;
+  prompt_template_projects: PromptTemplateProjectsTable;
+  prompt_template_versions: PromptTemplateVersionsTable;
+}
+
+/** A prompt template: of a project (`project_id`), or global and shared with projects. */
+export interface PromptTemplatesTable {
+  id: string;
+  project_id: string | null;
+  name: string;
+  selected_version: number;
+  max_version: number;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A project a global prompt template is shared with. */
+export interface PromptTemplateProjectsTable {
+  template_id: string;
+  project_id: string;
+  created_at: number;
+}
+
+/** One version of a prompt template, with what changed from the version before it. */
+export interface PromptTemplateVersionsTable {
+  id: string;
+  template_id: string;
+  version: number;
+  /** JSON text: a string or a list of chat messages. */
+  template: string;
+  raw: number;
+  /** JSON text of the model settings. */
+  settings: string;
+  output_type: string | null;
+  content_changed: number;
+  settings_changed: number;
+  model_changed: number;
+  lines_added: number;
+  lines_edited: number;
+  lines_removed: number;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
 }

@@ -18,6 +18,7 @@ import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
+import promptTemplateRoutes from './prompt-templates.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -37,6 +38,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     signalsRoutes,
     annotationRoutes,
     otelRoutes,
+    promptTemplateRoutes,
     compatRoutes,
     docsRoutes,
     consoleRoutes,
