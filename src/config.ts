@@ -28,6 +28,11 @@ export interface Config {
   metricsToken: string | null;
   /** How often the retention job looks for expired records, in milliseconds. */
   retentionIntervalMs: number;
+  /** The job queue (services/job-queue.ts): jobs run at once per process, lease, poll and retry base. */
+  jobConcurrency: number;
+  jobLeaseMs: number;
+  jobPollMs: number;
+  jobRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -94,6 +99,10 @@ export function loadConfig(env: Env = process.env): Config {
     announceBootstrap: env.SPANBASE_QUIET_BOOTSTRAP !== '1',
     metricsToken,
     retentionIntervalMs: intVar(env, 'SPANBASE_RETENTION_INTERVAL_SECONDS', 600, 1, 7 * 24 * 3600) * 1000,
+    jobConcurrency: intVar(env, 'SPANBASE_JOB_CONCURRENCY', 4, 1, 256),
+    jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),
+    jobPollMs: intVar(env, 'SPANBASE_JOB_POLL_MS', 1000, 5, 600_000),
+    jobRetryBaseMs: intVar(env, 'SPANBASE_JOB_RETRY_BASE_MS', 30_000, 1, 3_600_000),
   };
 }
 
