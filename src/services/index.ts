@@ -3,6 +3,7 @@ import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
 import { AnnotationsRepo } from '../store/annotations.ts';
 import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
+import { DatasetsRepo } from '../store/datasets.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { leasesOf } from '../store/leases.ts';
@@ -27,6 +28,7 @@ import { ConsoleSessionsService } from './console-sessions.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
+import { DatasetsService } from './datasets.ts';
 import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
@@ -74,6 +76,7 @@ export interface Services {
   /** PostgreSQL: planner statistics kept current (null on SQLite). */
   tableStats: TableStatsService | null;
   readiness: ReadinessService;
+  datasets: DatasetsService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -186,5 +189,6 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     retention,
     tableStats,
     readiness: new ReadinessService(store),
+    datasets: new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo),
   };
 }

@@ -18,6 +18,7 @@ import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
+import datasetRoutes from './datasets.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -38,6 +39,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     annotationRoutes,
     otelRoutes,
     compatRoutes,
+    datasetRoutes,
     docsRoutes,
     consoleRoutes,
     consolePages,
