@@ -10,6 +10,8 @@ export interface Config {
   /** Extra PostgreSQL connection options (tests use a schema per run). */
   pgSearchPath: string | null;
   bodyLimitBytes: number;
+  /** Largest dataset file an upload may send (streamed, so not held in memory). */
+  datasetMaxBytes: number;
   tokenTtlSeconds: number;
   /** Lifetime of a console (browser) session, from sign-in. */
   consoleSessionTtlSeconds: number;
@@ -96,6 +98,13 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     pgSearchPath: env.SPANBASE_PG_SCHEMA || null,
     bodyLimitBytes: intVar(env, 'SPANBASE_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    datasetMaxBytes: intVar(
+      env,
+      'SPANBASE_DATASET_MAX_BYTES',
+      1024 * 1024 * 1024,
+      1,
+      64 * 1024 * 1024 * 1024,
+    ),
     tokenTtlSeconds: intVar(env, 'SPANBASE_TOKEN_TTL_SECONDS', 24 * 3600, 60, 365 * 24 * 3600),
     consoleSessionTtlSeconds: intVar(
       env,

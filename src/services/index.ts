@@ -3,6 +3,7 @@ import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
 import { AnnotationsRepo } from '../store/annotations.ts';
 import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
+import { DatasetsRepo } from '../store/datasets.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { leasesOf } from '../store/leases.ts';
@@ -29,6 +30,7 @@ import { ConsoleSessionsService } from './console-sessions.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
+import { DatasetsService } from './datasets.ts';
 import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
@@ -80,6 +82,7 @@ export interface Services {
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
+  datasets: DatasetsService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -199,5 +202,6 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
       usersRepo,
       null,
     ),
+    datasets: new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo),
   };
 }

@@ -497,6 +497,10 @@ export interface DB {
   scorer_versions: ScorerVersionsTable;
   run_scorer_settings: RunScorerSettingsTable;
   score_results: ScoreResultsTable;
+  datasets: DatasetsTable;
+  dataset_versions: DatasetVersionsTable;
+  dataset_projects: DatasetProjectsTable;
+  dataset_rows: DatasetRowsTable;
 }
 
 /** A prompt template: of a project (`project_id`), or global and shared with projects. */
@@ -537,5 +541,58 @@ export interface PromptTemplateVersionsTable {
   lines_removed: number;
   created_by: string | null;
   created_at: number;
+  updated_at: number;
+}
+
+/** A dataset (migration 021); `state` is 'importing' while an upload streams in. */
+export interface DatasetsTable {
+  id: string;
+  name: string;
+  state: string;
+  draft: number;
+  hidden: number;
+  current_version: number;
+  num_rows: number;
+  /** JSON list of strings. */
+  column_names: string;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DatasetVersionsTable {
+  dataset_id: string;
+  version_index: number;
+  name: string | null;
+  num_rows: number;
+  /** JSON list of strings. */
+  column_names: string;
+  rows_added: number;
+  rows_removed: number;
+  rows_edited: number;
+  columns_added: number;
+  created_by: string | null;
+  created_at: number;
+}
+
+export interface DatasetProjectsTable {
+  dataset_id: string;
+  project_id: string;
+  created_at: number;
+}
+
+/** One state of a dataset row, valid in versions valid_from <= v < valid_to. */
+export interface DatasetRowsTable {
+  dataset_id: string;
+  row_id: string;
+  position: number;
+  valid_from: number;
+  valid_to: number;
+  /** JSON object: column name -> value. */
+  data: string;
+  created_in_version: number;
+  created_by: string | null;
+  created_at: number;
+  updated_by: string | null;
   updated_at: number;
 }

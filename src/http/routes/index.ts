@@ -19,6 +19,7 @@ import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
 import promptTemplateRoutes from './prompt-templates.ts';
+import datasetRoutes from './datasets.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -40,6 +41,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     otelRoutes,
     promptTemplateRoutes,
     compatRoutes,
+    datasetRoutes,
     docsRoutes,
     consoleRoutes,
     consolePages,
