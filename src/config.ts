@@ -28,6 +28,12 @@ export interface Config {
   metricsToken: string | null;
   /** How often the retention job looks for expired records, in milliseconds. */
   retentionIntervalMs: number;
+  /** Outbound requests (webhooks) may go to loopback and private addresses (never link-local). */
+  allowPrivateProviders: boolean;
+  /** Attempts of a webhook delivery, and the first retry's wait (doubling after each). */
+  webhookMaxAttempts: number;
+  webhookRetryBaseMs: number;
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -94,6 +100,10 @@ export function loadConfig(env: Env = process.env): Config {
     announceBootstrap: env.SPANBASE_QUIET_BOOTSTRAP !== '1',
     metricsToken,
     retentionIntervalMs: intVar(env, 'SPANBASE_RETENTION_INTERVAL_SECONDS', 600, 1, 7 * 24 * 3600) * 1000,
+    allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
+    webhookMaxAttempts: intVar(env, 'SPANBASE_WEBHOOK_MAX_ATTEMPTS', 6, 1, 50),
+    webhookRetryBaseMs: intVar(env, 'SPANBASE_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3_600_000),
+    webhookTimeoutMs: intVar(env, 'SPANBASE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
   };
 }
 

@@ -18,6 +18,7 @@ import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
+import alertRoutes from './alerts.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -41,6 +42,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     docsRoutes,
     consoleRoutes,
     consolePages,
+    alertRoutes,
   ]) {
     await app.register(plugin);
   }
