@@ -49,6 +49,10 @@ export interface Config {
   jobLeaseMs: number;
   jobPollMs: number;
   jobRetryBaseMs: number;
+  /** Attempts of a webhook delivery, and the first retry's wait (doubling after each). */
+  webhookMaxAttempts: number;
+  webhookRetryBaseMs: number;
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -139,6 +143,9 @@ export function loadConfig(env: Env = process.env): Config {
     jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),
     jobPollMs: intVar(env, 'SPANBASE_JOB_POLL_MS', 1000, 5, 600_000),
     jobRetryBaseMs: intVar(env, 'SPANBASE_JOB_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookMaxAttempts: intVar(env, 'SPANBASE_WEBHOOK_MAX_ATTEMPTS', 6, 1, 50),
+    webhookRetryBaseMs: intVar(env, 'SPANBASE_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3_600_000),
+    webhookTimeoutMs: intVar(env, 'SPANBASE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
   };
 }
 

@@ -1,4 +1,8 @@
 import type { Config } from '../config.ts';
+import { type Clock, systemClock } from '../domain/clock.ts';
+import { AlertsRepo } from '../store/alerts.ts';
+import { SignalRunsRepo } from '../store/signal-runs.ts';
+import { WebhooksRepo } from '../store/webhooks.ts';
 import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
 import { AnnotationsRepo } from '../store/annotations.ts';
 import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
@@ -51,6 +55,9 @@ import { SignalsService } from './signals.ts';
 import { UsersService } from './users.ts';
 import { WidgetDataService } from './widget-data.ts';
 import { PromptTemplatesService } from './prompt-templates.ts';
+import { ALERTS_JOB, AlertsService } from './alerts.ts';
+import { DELIVERY_JOB, NotificationsService } from './notifications.ts';
+import { SIGNALS_JOB, SignalRunsService } from './signal-runs.ts';
 
 /** Every service, wired to one store. Routes reach the database only through these. */
 export interface Services {
@@ -83,9 +90,18 @@ export interface Services {
   modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
   datasets: DatasetsService;
+  clock: Clock;
+  notifications: NotificationsService;
+  signalRuns: SignalRunsService;
+  alerts: AlertsService;
 }
 
-export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
+export function createServices(
+  store: Store,
+  config: Config,
+  keyring = Keyring.load(config),
+  clock: Clock = systemClock,
+): Services {
   const usersRepo = new UsersRepo(store.db);
   const auth = new AuthService(usersRepo, config, keyring);
   const users = new UsersService(usersRepo, auth, config);
@@ -111,6 +127,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   );
   const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
     RETENTION_JOB,
+    SIGNALS_JOB,
+    ALERTS_JOB,
+    DELIVERY_JOB,
     ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB, TABLE_STATS_JOB] : []),
   ]);
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
@@ -168,7 +187,43 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     usersRepo,
     keyring,
   );
-  const signals = new SignalsService(new SignalsRepo(store.db), runs, projects, integrations);
+  const signalsRepo = new SignalsRepo(store.db);
+  const signals = new SignalsService(signalsRepo, runs, projects, integrations);
+  const notifications = new NotificationsService(
+    new WebhooksRepo(store.db),
+    projects,
+    keyring,
+    clock,
+    leasesOf(store.db),
+    {
+      allowPrivate: config.allowPrivateProviders,
+      maxAttempts: config.webhookMaxAttempts,
+      retryBaseMs: config.webhookRetryBaseMs,
+      timeoutMs: config.webhookTimeoutMs,
+      tickMs: 5000,
+    },
+  );
+  // Model calls reach Signals through the model-call module (services/model-calls.ts) once it is
+  // wired here; until then runs make the model-free findings and say why the rest was skipped.
+  const signalRuns = new SignalRunsService(
+    new SignalRunsRepo(store.db, store.dialect),
+    signalsRepo,
+    runs,
+    projects,
+    notifications,
+    clock,
+    leasesOf(store.db),
+    null,
+  );
+  const alerts = new AlertsService(
+    new AlertsRepo(store.db),
+    dashboardAccess,
+    dashboardColumns,
+    read.widgetCells,
+    notifications,
+    clock,
+    leasesOf(store.db),
+  );
   return {
     config,
     store,
@@ -203,5 +258,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
       null,
     ),
     datasets: new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo),
+    clock,
+    notifications,
+    signalRuns,
+    alerts,
   };
 }

@@ -20,6 +20,7 @@ import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
 import promptTemplateRoutes from './prompt-templates.ts';
 import datasetRoutes from './datasets.ts';
+import alertRoutes from './alerts.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -45,6 +46,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     docsRoutes,
     consoleRoutes,
     consolePages,
+    alertRoutes,
   ]) {
     await app.register(plugin);
   }
