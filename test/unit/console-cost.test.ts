@@ -50,7 +50,12 @@ test('one money formatter: a widget summing metrics/cost shows $0.00021, not $0'
 });
 
 test('cost axis ticks stay distinct, with one number of decimals', () => {
-  assert.deepEqual(formatCostTicks([0, 0.00005, 0.0001, 0.00015]), ['$0.00000', '$0.00005', '$0.00010', '$0.00015']);
+  assert.deepEqual(formatCostTicks([0, 0.00005, 0.0001, 0.00015]), [
+    '$0.00000',
+    '$0.00005',
+    '$0.00010',
+    '$0.00015',
+  ]);
   assert.deepEqual(formatCostTicks([0, 0.5, 1, 1.5]), ['$0.00', '$0.50', '$1.00', '$1.50']);
   assert.deepEqual(formatCostTicks([0, 1000, 2000]), ['$0.00', '$1,000.00', '$2,000.00']);
   assert.deepEqual(formatTicks('metrics/cost', 'Sum', [0.0001, 0.00012]), ['$0.00010', '$0.00012']);

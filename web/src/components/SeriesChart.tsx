@@ -96,7 +96,9 @@ export function SeriesChart({
             stroke: '#5f6b7a',
             grid: { stroke: '#eef0f3' },
             ticks: { stroke: '#e2e5ea' },
-            size: 80,
+            // Wide enough for the longest label ($0.0000025), at about 7 px a character.
+            size: (_u, values) =>
+              Math.max(48, 24 + 7 * Math.max(0, ...(values ?? []).map((v) => String(v).length))),
             values: (_u, vals) => {
               // The labels drawn are in the page too, for tests and tools.
               const labels = ticksRef.current(vals);

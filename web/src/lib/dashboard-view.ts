@@ -169,8 +169,7 @@ export const PALETTE = [
 
 export const colourOf = (i: number) => PALETTE[i % PALETTE.length];
 
-const isCost = (metric: string, aggregation: string) =>
-  aggregation !== 'Count' && /(^|\/)cost$/.test(metric);
+const isCost = (metric: string, aggregation: string) => aggregation !== 'Count' && /(^|\/)cost$/.test(metric);
 
 /**
  * A widget's value as shown: durations in ms, percentages with %, cost in dollars (the console's one

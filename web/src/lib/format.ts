@@ -103,6 +103,10 @@ export function distinctTicks(
 export const formatCostTicks = (values: number[]) =>
   distinctTicks(values, (v, d) => currency(d).format(v), 2);
 
+/** Facts in one line, " · " between those present (never an empty separator). */
+export const joinFacts = (...facts: (string | null | false | undefined)[]) =>
+  facts.filter(Boolean).join(' · ');
+
 /** The record's cost when it has one (an llm span, trace or session with priced spans). */
 export const costOf = (metrics: Record<string, number> | undefined) =>
   typeof metrics?.cost === 'number' ? metrics.cost : null;

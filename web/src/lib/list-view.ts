@@ -181,6 +181,7 @@ export const DEFAULT_COLUMNS: Record<RecordTab, string[]> = {
   ],
   sessions: [
     'name',
+    'external_id',
     'input',
     'output',
     'num_traces',

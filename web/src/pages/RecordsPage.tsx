@@ -9,6 +9,7 @@ import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { TimeRangePicker } from '../components/TimeRangePicker.tsx';
 import { post } from '../lib/api.ts';
 import type { ApiRecord, Column, RecordTab, RecordsPage as Page, RunKind } from '../lib/api-types.ts';
+import { useFailures } from '../lib/failures.ts';
 import { formatCount } from '../lib/format.ts';
 import {
   DEFAULT_COLUMNS,
@@ -67,8 +68,10 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
     `${base}/${tab}/${r.id}?${new URLSearchParams({ from, i: String(view.start + i) }).toString()}`;
 
   const filtered = view.filter !== null || view.q !== '' || view.range.kind !== 'all';
-  const records = page.data?.records ?? [];
-  const empty = page.fresh && records.length === 0;
+  const records = page.error ? [] : (page.data?.records ?? []);
+  const failures = useFailures(projectId, scope, records, tab === 'traces' && page.fresh);
+  // A refused search is its error alone: it matched nothing because it did not run.
+  const empty = page.fresh && !page.error && records.length === 0;
 
   const submitSearch = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -166,6 +169,7 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
               sort={view.sort}
               onSort={(sort) => setView({ sort })}
               hrefOf={hrefOf}
+              failures={failures}
               label={`${tab} of ${info.run.data?.name ?? 'the run'}`}
             />
             <div className="pager">
