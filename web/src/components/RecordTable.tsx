@@ -71,8 +71,11 @@ export function RecordTable({
   hrefOf,
   label,
   failures,
+  selection,
 }: {
   records: ApiRecord[];
+  /** Rows picked with their checkboxes (for an annotation queue); no checkboxes without it. */
+  selection?: { selected: ReadonlySet<string>; set: (ids: string[], on: boolean) => void };
   /** Records that failed (a trace also when one of its spans did), with the status to show. */
   failures?: Failures;
   columnIds: string[];
@@ -92,6 +95,21 @@ export function RecordTable({
       <table className="table records" aria-label={label}>
         <thead>
           <tr>
+            {selection && (
+              <th scope="col" className="pick-col">
+                <input
+                  type="checkbox"
+                  aria-label="Select every row of the page"
+                  checked={records.length > 0 && records.every((r) => selection.selected.has(r.id))}
+                  onChange={(e) =>
+                    selection.set(
+                      records.map((r) => r.id),
+                      e.currentTarget.checked,
+                    )
+                  }
+                />
+              </th>
+            )}
             <th scope="col" className="open-col">
               <span className="visually-hidden">Open</span>
             </th>
@@ -128,10 +146,20 @@ export function RecordTable({
               <tr
                 key={r.id}
                 onClick={(e) => {
-                  if ((e.target as HTMLElement).closest('a, button')) return;
+                  if ((e.target as HTMLElement).closest('a, button, input, .pick-col')) return;
                   navigate(href);
                 }}
               >
+                {selection && (
+                  <td className="pick-col">
+                    <input
+                      type="checkbox"
+                      aria-label={`Select ${r.type} ${r.name || r.id}`}
+                      checked={selection.selected.has(r.id)}
+                      onChange={(e) => selection.set([r.id], e.currentTarget.checked)}
+                    />
+                  </td>
+                )}
                 <td className="open-col">
                   <Link to={href} aria-label={`Open ${r.type} ${r.name || r.id}`} className="open-link">
                     ›

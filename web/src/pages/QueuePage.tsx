@@ -5,6 +5,7 @@ import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useUser } from '../components/Layout.tsx';
 import { useAccess } from '../lib/access.tsx';
+import { QueueMembers } from '../components/QueueMembers.tsx';
 import { QueueProgressView } from '../components/QueueProgressView.tsx';
 import { RecordPanel } from '../components/RecordPanel.tsx';
 import { keyEffect, moveOf, ownValues } from '../lib/annotation-keys.ts';
@@ -228,9 +229,8 @@ export function QueuePage() {
         <div className="empty">
           <h2>Nothing to annotate yet</h2>
           <p>
-            Records come into a queue through the API: <code>POST {base}/records</code> with{' '}
-            <code>{'{"record_ids": [...]}'}</code>, or a log stream and filters to add every record that
-            search finds.
+            Add records from a log stream's traces, spans or sessions: select rows and choose{' '}
+            <strong>Add to queue</strong>, or add every record the table's filters match.
           </p>
         </div>
       )}
@@ -278,6 +278,16 @@ export function QueuePage() {
             </section>
           )}
           <QueueProgressView progress={progress.data} error={progress.error} meId={me?.id} />
+          {queue.data && access.can('editor') && (
+            <QueueMembers
+              projectId={projectId}
+              queue={queue.data}
+              changed={() => {
+                queue.reload();
+                progress.reload();
+              }}
+            />
+          )}
           <section className="panel shortcuts" aria-labelledby="keys-title">
             <h2 id="keys-title">Keyboard</h2>
             <dl>
