@@ -17,7 +17,11 @@ for (const store of storesUnderTest()) {
     after(() => s.close());
 
     test('a too short password is a sentence, not "must NOT have fewer than 8 characters"', async () => {
-      const r = await s.call('POST', '/v2/users', { email: 'short@example.com', password: 'abc', role: 'user' });
+      const r = await s.call('POST', '/v2/users', {
+        email: 'short@example.com',
+        password: 'abc',
+        role: 'user',
+      });
       assert.equal(r.status, 422, r.text);
       const item = r.body.detail.find((i: { loc: unknown[] }) => i.loc.includes('password'));
       assert.equal(item.msg, 'String should have at least 8 characters');

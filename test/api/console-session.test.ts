@@ -141,7 +141,9 @@ for (const store of storesUnderTest()) {
           assert.ok(seconds >= 1);
           // The message says when to try again, as Retry-After does.
           const when =
-            seconds < 60 ? `${seconds} second${seconds === 1 ? '' : 's'}` : `${Math.ceil(seconds / 60)} minute`;
+            seconds < 60
+              ? `${seconds} second${seconds === 1 ? '' : 's'}`
+              : `${Math.ceil(seconds / 60)} minute`;
           assert.match(JSON.parse(r.body).detail, new RegExp(`try again in ${when}`));
         }
       }

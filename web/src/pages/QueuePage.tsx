@@ -20,6 +20,7 @@ import type {
   RunKind,
 } from '../lib/api-types.ts';
 import { formatCount } from '../lib/format.ts';
+import { useMetricLabels } from '../lib/metric-labels.ts';
 import { useApi } from '../lib/use-api.ts';
 import './queue.css';
 
@@ -66,6 +67,8 @@ export function QueuePage() {
   const [params, setParams] = useSearchParams();
   const me = useUser();
   const access = useAccess();
+  // A queue holds records of any run of the project: the project's catalogue labels their metrics.
+  const metricLabel = useMetricLabels(projectId, 'spans', {});
   const annotator = access.can('annotator');
   const index = Math.max(0, Number.parseInt(params.get('i') ?? '0', 10) || 0);
   const base = `/v2/projects/${projectId}/annotation_queues/${queueId}`;
@@ -244,7 +247,7 @@ export function QueuePage() {
       )}
       {!record && !page.error && total > 0 && index < total && <Loading what="the record" />}
       <div className="queue-layout">
-        {record && <RecordPanel record={record} />}
+        {record && <RecordPanel record={record} metricLabel={metricLabel} />}
         <aside className="queue-side" aria-label="Annotation">
           {record && (
             <section className="panel" aria-labelledby="form-title">
