@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { HttpError, ValidationError } from '../domain/errors.ts';
 import { invalidUtf8At, jsonMayNeedCleaning, storableValue } from '../domain/text.ts';
 import { toErrorItems } from './validation.ts';
+import { isConsoleNavigation, sendConsolePage } from './routes/console-pages.ts';
 
 /**
  * V8's JSON syntax errors quote the text around the fault (`Unexpected token 'x', "{"token":x..." is
@@ -139,7 +140,9 @@ export function installErrorHandling(app: FastifyInstance): void {
     },
   );
 
-  app.setNotFoundHandler((_req, reply) => {
+  app.setNotFoundHandler((req, reply) => {
+    // A browser opening an unknown console address gets the console's not-found page, not JSON.
+    if (isConsoleNavigation(req)) return sendConsolePage(reply, 404);
     reply.code(404).send({ detail: 'Not Found' });
   });
 

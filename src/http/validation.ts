@@ -156,7 +156,27 @@ function valueAt(data: unknown, loc: Loc): unknown {
   return cur;
 }
 
+const plural = (n: number, one: string) => `${n} ${one}${n === 1 ? '' : 's'}`;
+
+/** Bounds said as sentences, in the hosted API's words (Ajv's are "must NOT have fewer than 8 characters"). */
+const BOUND_MESSAGES: Record<string, (limit: number) => string> = {
+  minLength: (n) => `String should have at least ${plural(n, 'character')}`,
+  maxLength: (n) => `String should have at most ${plural(n, 'character')}`,
+  minItems: (n) => `List should have at least ${plural(n, 'item')}`,
+  maxItems: (n) => `List should have at most ${plural(n, 'item')}`,
+  minProperties: (n) => `Object should have at least ${plural(n, 'field')}`,
+  maxProperties: (n) => `Object should have at most ${plural(n, 'field')}`,
+  minimum: (n) => `Input should be greater than or equal to ${n}`,
+  exclusiveMinimum: (n) => `Input should be greater than ${n}`,
+  maximum: (n) => `Input should be less than or equal to ${n}`,
+  exclusiveMaximum: (n) => `Input should be less than ${n}`,
+  multipleOf: (n) => `Input should be a multiple of ${n}`,
+};
+
 function describe(e: ErrorObject): { type: string; msg: string } {
+  const bound = BOUND_MESSAGES[e.keyword];
+  const limit = e.params.limit ?? e.params.multipleOf;
+  if (bound && typeof limit === 'number') return { type: KEYWORD_NAMES[e.keyword], msg: bound(limit) };
   switch (e.keyword) {
     case 'type': {
       const t = Array.isArray(e.params.type) ? e.params.type[0] : e.params.type;

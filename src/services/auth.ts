@@ -37,8 +37,14 @@ export function hashApiKey(key: string): string {
 }
 
 function tooMany(waitMs: number): HttpError {
-  return new HttpError(429, 'Too many failed login attempts; try again later', {
-    'retry-after': String(Math.ceil(waitMs / 1000)),
+  const seconds = Math.ceil(waitMs / 1000);
+  const minutes = Math.ceil(seconds / 60);
+  const when =
+    seconds < 60
+      ? `${seconds} second${seconds === 1 ? '' : 's'}`
+      : `${minutes} minute${minutes === 1 ? '' : 's'}`;
+  return new HttpError(429, `Too many failed login attempts; try again in ${when}`, {
+    'retry-after': String(seconds),
   });
 }
 

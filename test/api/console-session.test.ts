@@ -136,7 +136,16 @@ for (const store of storesUnderTest()) {
           ip,
         });
         statuses.push(r.statusCode);
-        if (r.statusCode === 429) assert.ok(Number(r.headers['retry-after']) >= 1);
+        if (r.statusCode === 429) {
+          const seconds = Number(r.headers['retry-after']);
+          assert.ok(seconds >= 1);
+          // The message says when to try again, as Retry-After does.
+          const when =
+            seconds < 60
+              ? `${seconds} second${seconds === 1 ? '' : 's'}`
+              : `${Math.ceil(seconds / 60)} minute`;
+          assert.match(JSON.parse(r.body).detail, new RegExp(`try again in ${when}`));
+        }
       }
       assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
       // The API's own login shares the count: the account stays throttled there too.

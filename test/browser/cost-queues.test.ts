@@ -104,7 +104,7 @@ for (const store of storesUnderTest()) {
       assert.equal(await fact.locator('dd').innerText(), formatCost(respond.metrics.cost));
       const metric = page
         .locator('.panel .kv div')
-        .filter({ has: page.locator('dt', { hasText: /^cost$/ }) });
+        .filter({ has: page.locator('dt', { hasText: /^Cost$/ }) }); // the API's column label
       assert.equal(await metric.locator('dd').innerText(), formatCost(respond.metrics.cost));
       await screenshot(page, `${store}-trace-cost`);
 

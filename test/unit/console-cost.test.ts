@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Column } from '../../web/src/lib/api-types.ts';
 import { cellText, columnTitle } from '../../web/src/lib/cells.ts';
-import { costOf, formatCost } from '../../web/src/lib/format.ts';
+import { compactCounts, formatTicks, formatValue } from '../../web/src/lib/dashboard-view.ts';
+import { costOf, formatCost, formatCostTicks } from '../../web/src/lib/format.ts';
 
 test('formatCost: cents from a dollar up, three significant digits below, never fewer than two decimals', () => {
   const cases: [unknown, string][] = [
@@ -40,4 +41,25 @@ test('the metrics/cost column reads as dollars, its header without the unit', ()
   assert.equal(columnTitle(column, 'metrics/cost'), 'Cost');
   // Other float metrics keep their number.
   assert.equal(cellText(0.5, 'metrics/score', { ...column, id: 'metrics/score', label: 'score' }), '0.5');
+});
+
+test('one money formatter: a widget summing metrics/cost shows $0.00021, not $0', () => {
+  assert.equal(formatValue('metrics/cost', 'Sum', 0.00021), '$0.00021');
+  assert.equal(formatValue('metrics/cost', 'Average', 12.5), '$12.50');
+  assert.equal(formatValue('metrics/cost', 'Count', 3), '3');
+});
+
+test('cost axis ticks stay distinct, with one number of decimals', () => {
+  assert.deepEqual(formatCostTicks([0, 0.00005, 0.0001, 0.00015]), [
+    '$0.00000',
+    '$0.00005',
+    '$0.00010',
+    '$0.00015',
+  ]);
+  assert.deepEqual(formatCostTicks([0, 0.5, 1, 1.5]), ['$0.00', '$0.50', '$1.00', '$1.50']);
+  assert.deepEqual(formatCostTicks([0, 1000, 2000]), ['$0.00', '$1,000.00', '$2,000.00']);
+  assert.deepEqual(formatTicks('metrics/cost', 'Sum', [0.0001, 0.00012]), ['$0.00010', '$0.00012']);
+  // Other axes too: 1.5K and 1.55K, not 1.5K twice.
+  assert.deepEqual(compactCounts([1500, 1550, 1600]), ['1.5K', '1.55K', '1.6K']);
+  assert.deepEqual(formatTicks('duration_ns', 'Average', [1e6, 2e6]), ['1 ms', '2 ms']);
 });

@@ -67,12 +67,17 @@ const filterArb: fc.Arbitrary<FilterJson> = fc.oneof(
       a: number,
       b: number,
     })
-    .map(({ column_id, operator, a, b }) => ({
-      column_id,
-      type: 'number' as const,
-      operator,
-      value: operator === 'between' ? [Math.min(a, b), Math.max(a, b)] : a,
-    })),
+    .map(({ column_id, operator, a, b }) => {
+      // Durations are whole nanoseconds (the builder takes them in milliseconds).
+      const fit = (n: number) => (column_id === 'metrics/duration_ns' ? Math.round(Math.abs(n) % 1e15) : n);
+      return {
+        column_id,
+        type: 'number' as const,
+        operator,
+        value:
+          operator === 'between' ? [fit(Math.min(a, b)), fit(Math.max(a, b))].sort((x, y) => x - y) : fit(a),
+      };
+    }),
   fc
     .record({ column_id: columnOf('date'), operator: fc.constantFrom(...OPERATORS.date), value: date })
     .map((f) => ({ ...f, type: 'date' as const })),
@@ -175,6 +180,31 @@ describe('console filter builder: tree ↔ form', () => {
     assert.equal(formToTree(l).problems[0].message, 'Add at least one value');
     const noColumn = { ...newCondition('', 'text'), values: ['x'] };
     assert.equal(formToTree(noColumn).problems[0].message, 'Choose a column');
+  });
+
+  test('durations are typed in milliseconds (as shown) and sent in whole nanoseconds', () => {
+    const c = { ...newCondition('metrics/duration_ns', 'number'), operator: 'gt', values: ['250'] };
+    assert.deepEqual(formToTree(c).tree, {
+      filter: { column_id: 'metrics/duration_ns', type: 'number', operator: 'gt', value: 250_000_000 },
+    });
+    const back = treeToForm({
+      filter: {
+        column_id: 'metrics/duration_ns',
+        type: 'number',
+        operator: 'between',
+        value: [1_500_000, 2e9],
+      },
+    });
+    assert.deepEqual((back as { values: string[] }).values, ['1.5', '2000']);
+    // Other numbers keep their unit.
+    const tokens = { ...newCondition('metrics/num_total_tokens', 'number'), operator: 'gt', values: ['250'] };
+    assert.equal((formToTree(tokens).tree as { filter: { value: number } }).filter.value, 250);
+  });
+
+  test('a new text condition does not match case (as a search box)', () => {
+    assert.equal(newCondition('name', 'text').caseSensitive, false);
+    const tree = formToTree({ ...newCondition('name', 'text'), values: ['Refund'] }).tree;
+    assert.equal((tree as { filter: FilterJson }).filter.case_sensitive, false);
   });
 
   test('changing the kind or operator keeps the values that still fit', () => {

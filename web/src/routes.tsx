@@ -5,6 +5,7 @@ import {
   createBrowserRouter,
   useParams,
 } from 'react-router';
+import { Loading } from './components/ErrorNote.tsx';
 import { Layout } from './components/Layout.tsx';
 import type { RunKind } from './lib/api-types.ts';
 import { prefetch } from './lib/prefetch.ts';
@@ -118,11 +119,21 @@ const settingsRoutes: RouteObject[] = [
   },
 ];
 
+/** What shows while a page loaded on demand arrives on a direct load (before the first render). */
+function PageLoading() {
+  return (
+    <main className="page">
+      <Loading what="the page" />
+    </main>
+  );
+}
+
 export const router = createBrowserRouter([
   { path: '/login', element: <LoginPage /> },
   {
     path: '/',
     element: <Layout />,
+    HydrateFallback: PageLoading,
     children: [
       { index: true, element: <ProjectsPage /> },
       { path: 'projects', element: <ProjectsPage /> },

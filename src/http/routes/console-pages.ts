@@ -32,6 +32,26 @@ const NOT_BUILT = `<!doctype html><meta charset="utf-8"><title>Spanbase</title>
 <p>The Spanbase console is not built. Run <code>npm run build:web</code> (or <code>npm install</code>) and reload.
 The API is up: see <a href="/docs">/docs</a>.</p>`;
 
+/** Paths of the API, its documents and the console's files: an unknown one answers JSON. */
+const NOT_CONSOLE = /^\/(v\d+|otel|docs|openapi\.json|assets)(\/|$)/;
+
+/** A browser asking for a page at an address the console does not have (it shows its not-found page). */
+export const isConsoleNavigation = (req: FastifyRequest) =>
+  req.method === 'GET' && !NOT_CONSOLE.test(req.url) && /\btext\/html\b/.test(req.headers.accept ?? '');
+
+/** The console's single page, with its headers (the console's router decides what it shows). */
+export async function sendConsolePage(reply: FastifyReply, status = 200) {
+  reply.header('cache-control', 'no-store').header('content-security-policy', CSP);
+  reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
+  let html: string;
+  try {
+    html = await fs.readFile(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
+  } catch {
+    return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT);
+  }
+  return reply.code(status).type('text/html; charset=utf-8').send(html);
+}
+
 /**
  * The web console: its built files under /assets (public: they hold no data) and its pages. A page
  * other than /login opened without a console session redirects to /login?next=..., so a browser that
@@ -59,18 +79,11 @@ export default async function consolePages(app: FastifyInstance) {
   };
 
   const page = async (req: FastifyRequest, reply: FastifyReply) => {
-    reply.header('cache-control', 'no-store').header('content-security-policy', CSP);
-    reply.header('x-content-type-options', 'nosniff').header('referrer-policy', 'same-origin');
     if (req.routeOptions.url !== '/login' && !(await signedIn(req))) {
+      reply.header('cache-control', 'no-store');
       return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 302);
     }
-    let html: string;
-    try {
-      html = await fs.readFile(path.join(CONSOLE_DIST, 'index.html'), 'utf8');
-    } catch {
-      return reply.code(503).type('text/html; charset=utf-8').send(NOT_BUILT);
-    }
-    return reply.type('text/html; charset=utf-8').send(html);
+    return sendConsolePage(reply);
   };
   for (const url of PAGES) app.get(url, { schema: { hide: true } }, page);
 }

@@ -19,6 +19,7 @@ import {
   operatorsOf,
   toggleNot,
   treeToForm,
+  typedUnit,
   valueShape,
   withOperator,
   withType,
@@ -77,8 +78,8 @@ function ValueInputs({ c, ctx }: { c: ConditionNode; ctx: Ctx }) {
       />
     ) : (
       <input
-        aria-label={label}
-        placeholder={c.type === 'number' ? 'number' : 'value'}
+        aria-label={typedUnit(c.column) ? `${label} (${typedUnit(c.column)})` : label}
+        placeholder={c.type === 'number' ? (typedUnit(c.column) ?? 'number') : 'value'}
         inputMode={c.type === 'number' ? 'decimal' : undefined}
         value={value}
         onChange={(e) => onChange(e.currentTarget.value)}
@@ -140,7 +141,8 @@ function ConditionRow({ c, ctx }: { c: ConditionNode; ctx: Ctx }) {
           );
         }}
       >
-        {FILTER_TYPES.map((t) => (
+        {/* "fully annotated" is about an annotation queue's records: the API refuses it elsewhere. */}
+        {FILTER_TYPES.filter((t) => t !== 'fully_annotated' || c.type === t).map((t) => (
           <option key={t} value={t}>
             {TYPE_LABELS[t]}
           </option>

@@ -52,7 +52,8 @@ function JsonNode({
         {label}
         {open}
         <span className="j-count">
-          {entries.length} {Array.isArray(value) ? 'items' : 'keys'}
+          {entries.length} {Array.isArray(value) ? 'item' : 'key'}
+          {entries.length === 1 ? '' : 's'}
         </span>
       </summary>
       <div className="j-children">

@@ -4,6 +4,7 @@ import type { User } from '../lib/api-types.ts';
 import { AccessProvider, useAccess } from '../lib/access.tsx';
 import { get, post } from '../lib/api.ts';
 import { useApi } from '../lib/use-api.ts';
+import { ProjectNotFound } from '../pages/NotFoundPage.tsx';
 import { ErrorNote } from './ErrorNote.tsx';
 
 const UserContext = createContext<User | null>(null);
@@ -17,12 +18,16 @@ async function logOut() {
   }
 }
 
-/** The page, marked with the caller's role on its project once known (for tests and tools). */
+/**
+ * The page, marked with the caller's role on its project once known (for tests and tools); a URL
+ * naming a project the caller cannot see shows one message instead of each of the page's requests
+ * failing in turn.
+ */
 function Main({ children }: { children: ReactNode }) {
-  const { role } = useAccess();
+  const { role, missing } = useAccess();
   return (
     <main id="main" className="page" data-project-role={role ?? undefined}>
-      {children}
+      {missing ? <ProjectNotFound /> : children}
     </main>
   );
 }

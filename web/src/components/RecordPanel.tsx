@@ -1,6 +1,16 @@
 import { useState } from 'react';
-import type { ApiRecord } from '../lib/api-types.ts';
-import { costOf, formatCost, formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
+import { hasFailed } from '../lib/failures.ts';
+import type { ApiRecord, TreeRecord } from '../lib/api-types.ts';
+import {
+  costOf,
+  formatCost,
+  formatCount,
+  formatDuration,
+  formatNs,
+  formatTime,
+  totalTokens,
+} from '../lib/format.ts';
+import { derivedDurationMs } from '../lib/span-tree.ts';
 import { JsonView } from './JsonView.tsx';
 import { KindIcon } from './KindIcon.tsx';
 import { ShownValue } from './Messages.tsx';
@@ -37,9 +47,11 @@ function metricText(key: string, value: number): string {
 function KeyValues({
   values,
   format,
+  label = (k) => k,
 }: {
   values: Record<string, unknown>;
   format?: (k: string, v: number) => string;
+  label?: (k: string) => string;
 }) {
   const entries = Object.entries(values);
   if (entries.length === 0) return <p className="muted">None</p>;
@@ -47,7 +59,7 @@ function KeyValues({
     <dl className="kv">
       {entries.map(([k, v]) => (
         <div key={k}>
-          <dt>{k}</dt>
+          <dt>{label(k)}</dt>
           <dd>
             {typeof v === 'string' ? v : format && typeof v === 'number' ? format(k, v) : JSON.stringify(v)}
           </dd>
@@ -61,7 +73,16 @@ function KeyValues({
  * The selected record: status, timing and ids, input and output (as chat when they are messages),
  * metrics, metadata, tags, and the raw JSON; copy its id or download it.
  */
-export function RecordPanel({ record, downloadValue }: { record: ApiRecord; downloadValue?: unknown }) {
+export function RecordPanel({
+  record,
+  downloadValue,
+  metricLabel,
+}: {
+  record: ApiRecord;
+  downloadValue?: unknown;
+  /** A metric's name as shown (lib/metric-labels.ts); its key without one. */
+  metricLabel?: (key: string) => string;
+}) {
   const [copied, setCopied] = useState(false);
   const tokens = totalTokens(record.metrics);
   const cost = costOf(record.metrics);
@@ -70,11 +91,11 @@ export function RecordPanel({ record, downloadValue }: { record: ApiRecord; down
     traces: _traces,
     ...own
   } = record as ApiRecord & { spans?: unknown; traces?: unknown };
-  const failed = (record.status_code ?? 0) >= 400 || !!record.error_message;
+  const failed = hasFailed(record);
   const facts: [string, string | null | undefined][] = [
     ['Status', record.status_code == null ? null : String(record.status_code)],
     ['Started', formatTime(record.created_at)],
-    ['Duration', formatNs(record.metrics?.duration_ns)],
+    ['Duration', formatDuration(derivedDurationMs(record as TreeRecord))],
     [
       'Tokens',
       tokens === null
@@ -147,7 +168,7 @@ export function RecordPanel({ record, downloadValue }: { record: ApiRecord; down
       </section>
       <section aria-labelledby="metrics-title">
         <h3 id="metrics-title">Metrics</h3>
-        <KeyValues values={record.metrics ?? {}} format={metricText} />
+        <KeyValues values={record.metrics ?? {}} format={metricText} label={metricLabel} />
       </section>
       <section aria-labelledby="meta-title">
         <h3 id="meta-title">Metadata</h3>

@@ -46,7 +46,7 @@ export function SeriesChart({
   bucketSeconds,
   series,
   kind,
-  format,
+  ticks,
   label,
   onPoint,
 }: {
@@ -55,8 +55,8 @@ export function SeriesChart({
   bucketSeconds: number;
   series: ChartSeries[];
   kind: 'line' | 'bar';
-  /** The y axis' labels. */
-  format: (v: number) => string;
+  /** The y axis' labels, from its tick values (distinct for distinct ticks). */
+  ticks: (values: number[]) => string[];
   label: string;
   /** A click on a point: the bucket's index and the series' index. */
   onPoint?: (bucket: number, series: number) => void;
@@ -64,8 +64,8 @@ export function SeriesChart({
   const box = useRef<HTMLDivElement>(null);
   const onPointRef = useRef(onPoint);
   onPointRef.current = onPoint;
-  const formatRef = useRef(format);
-  formatRef.current = format;
+  const ticksRef = useRef(ticks);
+  ticksRef.current = ticks;
 
   useLayoutEffect(() => {
     const el = box.current;
@@ -96,8 +96,15 @@ export function SeriesChart({
             stroke: '#5f6b7a',
             grid: { stroke: '#eef0f3' },
             ticks: { stroke: '#e2e5ea' },
-            size: 80,
-            values: (_u, vals) => vals.map((v) => formatRef.current(v)),
+            // Wide enough for the longest label ($0.0000025), at about 7 px a character.
+            size: (_u, values) =>
+              Math.max(48, 24 + 7 * Math.max(0, ...(values ?? []).map((v) => String(v).length))),
+            values: (_u, vals) => {
+              // The labels drawn are in the page too, for tests and tools.
+              const labels = ticksRef.current(vals);
+              el.dataset.yTicks = JSON.stringify(labels);
+              return labels;
+            },
           },
         ],
         series: [

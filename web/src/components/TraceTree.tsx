@@ -1,8 +1,9 @@
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { type KeyboardEvent, useEffect, useMemo, useRef } from 'react';
+import { type KeyboardEvent, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
+import { hasFailed } from '../lib/failures.ts';
 import type { TreeRecord } from '../lib/api-types.ts';
 import { costOf, formatCost, formatCount, formatDuration, totalTokens } from '../lib/format.ts';
-import { timelineOf, visibleRows } from '../lib/span-tree.ts';
+import { axisTicks, timelineOf, visibleRows } from '../lib/span-tree.ts';
 import { KindIcon } from './KindIcon.tsx';
 
 const ROW_HEIGHT = 30;
@@ -40,6 +41,10 @@ export function TraceTree({
     if (selectedIndex >= 0) virtual.scrollToIndex(selectedIndex, { align: 'auto' });
   }, [selectedIndex, virtual]);
 
+  // The tree keeps the focus (its rows are its aria-activedescendant): a click moves it from the
+  // row to the tree, so a row folded away or scrolled out of the page never takes it along.
+  const focusTree = () => scrollRef.current?.focus({ preventScroll: true });
+
   const onKeyDown = (e: KeyboardEvent<HTMLDivElement>) => {
     const row = rows[selectedIndex];
     const go = (i: number) => {
@@ -73,12 +78,22 @@ export function TraceTree({
     e.preventDefault();
   };
 
-  const ticks = [0, 0.25, 0.5, 0.75, 1];
+  // As many axis labels as the axis has room for at its width.
+  const axisRef = useRef<HTMLSpanElement>(null);
+  const [axisPx, setAxisPx] = useState(0);
+  useLayoutEffect(() => {
+    const el = axisRef.current;
+    if (!el) return;
+    const observer = new ResizeObserver(([entry]) => setAxisPx(entry.contentRect.width));
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, []);
+  const ticks = axisTicks(axisPx);
   return (
     <div className="trace-tree">
       <div className="tree-head" aria-hidden="true">
         <span>Span</span>
-        <span className="axis">
+        <span className="axis" ref={axisRef}>
           {ticks.map((t) => (
             <span key={t} style={{ left: `${t * 100}%` }}>
               {t === 0 ? '0' : formatDuration(t * timeline.totalMs)}
@@ -102,7 +117,7 @@ export function TraceTree({
             const r = row.record;
             const tokens = totalTokens(r.metrics);
             const cost = costOf(r.metrics);
-            const failed = (r.status_code ?? 0) >= 400 || !!r.error_message;
+            const failed = hasFailed(r);
             const open = !collapsed.has(r.id);
             const left = (row.offsetMs / timeline.totalMs) * 100;
             const width = row.durationMs === null ? 0 : (row.durationMs / timeline.totalMs) * 100;
@@ -119,7 +134,10 @@ export function TraceTree({
                 aria-selected={r.id === selectedId}
                 className={r.id === selectedId ? 'tree-row selected' : 'tree-row'}
                 style={{ transform: `translateY(${item.start}px)`, height: ROW_HEIGHT }}
-                onClick={() => onSelect(r.id)}
+                onClick={() => {
+                  focusTree();
+                  onSelect(r.id);
+                }}
               >
                 <span className="tree-cell" style={{ paddingLeft: `${Math.min(row.depth, 40) * 14 + 4}px` }}>
                   {row.childCount > 0 ? (
@@ -130,6 +148,7 @@ export function TraceTree({
                       aria-label={open ? `Collapse ${r.name}` : `Expand ${r.name}`}
                       onClick={(e) => {
                         e.stopPropagation();
+                        focusTree();
                         onToggle(r.id);
                       }}
                     >

@@ -1,6 +1,6 @@
 import { useMemo, useRef } from 'react';
 import type { DashboardData, Widget } from '../lib/api-types.ts';
-import { type WidgetSeries, colourOf, formatValue, groupLabel } from '../lib/dashboard-view.ts';
+import { type WidgetSeries, colourOf, formatTicks, formatValue, groupLabel } from '../lib/dashboard-view.ts';
 import { useRowWindow } from '../lib/use-row-window.ts';
 import { SeriesChart } from './SeriesChart.tsx';
 
@@ -111,7 +111,7 @@ export function WidgetChart({
       bucketSeconds={data.interval_mins * 60}
       series={chartSeries}
       kind={widget.type === 'bar_chart' ? 'bar' : 'line'}
-      format={(v) => formatValue(widget.metric, widget.aggregation, v, true)}
+      ticks={(values) => formatTicks(widget.metric, widget.aggregation, values)}
       label={`${widget.name}: ${widget.aggregation} of ${widget.metric} per ${data.interval_mins} minutes`}
       onPoint={(bucket, s) => onPoint(data.buckets[bucket], series[s]?.group ?? null)}
     />

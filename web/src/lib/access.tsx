@@ -7,6 +7,7 @@
 import { type ReactNode, createContext, useContext, useMemo } from 'react';
 import { useMatches } from 'react-router';
 import { type Role, atLeast } from '../../../src/domain/roles.ts';
+import { ApiError } from './api-error.ts';
 import { projectRoleRequest } from './requests.ts';
 import { useApi } from './use-api.ts';
 
@@ -17,9 +18,11 @@ export interface Access {
   can: (needed: Role) => boolean;
   /** The role is being asked for (a page may wait for it rather than show controls and hide them). */
   loading: boolean;
+  /** The URL's project does not exist, or the caller may not see it (the API answered 404). */
+  missing: boolean;
 }
 
-const none: Access = { role: null, can: () => false, loading: false };
+const none: Access = { role: null, can: () => false, loading: false, missing: false };
 const AccessContext = createContext<Access>(none);
 
 export const useAccess = () => useContext(AccessContext);
@@ -33,9 +36,13 @@ export function AccessProvider({ children }: { children: ReactNode }) {
   // The answer for another project (kept while the next loads) says nothing about this one.
   const role = answer.data && answer.data.project_id === projectId ? answer.data.role : null;
   const loading = request !== null && role === null && !answer.error;
+  const missing = answer.error instanceof ApiError && answer.error.status === 404 && !answer.loading;
   const access = useMemo<Access>(
-    () => (role ? { role, can: (needed) => atLeast(role, needed), loading: false } : { ...none, loading }),
-    [role, loading],
+    () =>
+      role
+        ? { role, can: (needed) => atLeast(role, needed), loading: false, missing: false }
+        : { ...none, loading, missing },
+    [role, loading, missing],
   );
   return <AccessContext.Provider value={access}>{children}</AccessContext.Provider>;
 }

@@ -16,6 +16,8 @@ export function cellValue(record: ApiRecord, columnId: string): unknown {
 }
 
 const NANOSECOND_METRICS = new Set(['metrics/duration_ns', 'metrics/time_to_first_token_ns']);
+/** Columns in nanoseconds, which the console shows (and takes) in milliseconds. */
+export const isNanosecondColumn = (columnId: string) => NANOSECOND_METRICS.has(columnId);
 const COST = 'metrics/cost';
 
 /** The cell's text; the table adds styling for kinds, status and tags. */
@@ -47,6 +49,7 @@ export const columnTitle = (column: Column | undefined, columnId: string) =>
 export function cellClass(column: Column | undefined, columnId: string): string | undefined {
   if (isNumericColumn(column, columnId)) return 'num';
   if (columnId === 'input' || columnId === 'output') return 'text-col';
+  if (columnId === 'name') return 'name-col';
   if (column?.data_type === 'timestamp' || column?.data_type === 'uuid') return 'nowrap';
   return undefined;
 }

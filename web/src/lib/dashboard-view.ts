@@ -5,6 +5,7 @@
  */
 import type { Column, Dashboard, DashboardData, Widget } from './api-types.ts';
 import type { FilterTreeJson } from './filter-form.ts';
+import { distinctTicks, formatCost, formatCostTicks, memoize } from './format.ts';
 import { type RecordTab, viewToParams, emptyView } from './list-view.ts';
 
 export const AGGREGATION_LABELS: Record<string, string> = {
@@ -168,29 +169,40 @@ export const PALETTE = [
 
 export const colourOf = (i: number) => PALETTE[i % PALETTE.length];
 
+const isCost = (metric: string, aggregation: string) => aggregation !== 'Count' && /(^|\/)cost$/.test(metric);
+
 /**
- * A widget's value as shown: durations in ms, percentages with %, cost in dollars, others as numbers;
- * `compact` for an axis (12K, 1.5M).
+ * A widget's value as shown: durations in ms, percentages with %, cost in dollars (the console's one
+ * money formatter), others as numbers; `compactDigits` for an axis (12K, 1.5M, with at most that
+ * many decimals).
  */
 export function formatValue(
   metric: string,
   aggregation: string,
   v: number | null | undefined,
-  compact = false,
+  compactDigits?: number,
 ): string {
   if (v === null || v === undefined) return '–';
-  const n = (x: number) => (compact ? COMPACT : NUMBER).format(x);
+  if (isCost(metric, aggregation)) return formatCost(v);
+  const n = (x: number) => (compactDigits === undefined ? NUMBER : compact(compactDigits)).format(x);
   if (aggregation.startsWith('Percentage')) return `${n(v)} %`;
   if (aggregation !== 'Count' && /(^|\/)duration_ns$/.test(metric)) return `${n(v / 1e6)} ms`;
-  if (aggregation !== 'Count' && /(^|\/)cost$/.test(metric)) return `$${n(v)}`;
   return n(v);
 }
 
-const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 3 });
-const COMPACT = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 2 });
+/** A widget's axis labels, distinct for distinct ticks. */
+export function formatTicks(metric: string, aggregation: string, values: number[]): string[] {
+  if (isCost(metric, aggregation)) return formatCostTicks(values);
+  return distinctTicks(values, (v, d) => formatValue(metric, aggregation, v, d));
+}
 
-/** A count on an axis: 12K, 1.5M. */
-export const compactCount = (v: number) => COMPACT.format(v);
+const NUMBER = new Intl.NumberFormat('en-US', { maximumFractionDigits: 3 });
+const compact = memoize(
+  (digits: number) => new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: digits }),
+);
+
+/** Counts on an axis: 12K, 1.5M, distinct for distinct ticks. */
+export const compactCounts = (values: number[]) => distinctTicks(values, (v, d) => compact(d).format(v));
 
 // ---- long tables ---------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
  * (test/unit/console-filter-form.test.ts).
  *
  * Form values are the strings the inputs hold; turning a form into a tree parses them and reports
- * each input that does not parse, by node id.
+ * each input that does not parse, by node id. Durations are typed in milliseconds (as the tables
+ * show them) and sent in nanoseconds.
  */
 import {
   DEFAULT_OPERATOR,
@@ -12,6 +13,7 @@ import {
   type FilterType,
   OPERATORS,
 } from '../../../src/query/filter-kinds.ts';
+import { isNanosecondColumn } from './cells.ts';
 
 export interface FilterJson {
   column_id?: string;
@@ -109,6 +111,14 @@ function reshape(values: string[], shape: ValueShape): string[] {
   }
 }
 
+/**
+ * The unit a number is typed in where it differs from the stored one: durations are shown in
+ * milliseconds, so they are typed in milliseconds too (and sent in whole nanoseconds).
+ */
+export const typedUnit = (column: string) => (isNanosecondColumn(column) ? 'ms' : null);
+const fromStored = (column: string, n: number) => String(isNanosecondColumn(column) ? n / 1e6 : n);
+const toStored = (column: string, n: number) => (isNanosecondColumn(column) ? Math.round(n * 1e6) : n);
+
 export function newCondition(column: string, type: FilterType): ConditionNode {
   const operator = type === 'fully_annotated' ? '' : FIRST_OPERATOR[type];
   return {
@@ -118,7 +128,8 @@ export function newCondition(column: string, type: FilterType): ConditionNode {
     column: type === 'fully_annotated' ? '' : column,
     operator,
     values: reshape([], valueShape(type, operator)),
-    caseSensitive: true,
+    // Off, as people expect of a search box (the API's default, when a filter says nothing, is on).
+    caseSensitive: false,
   };
 }
 
@@ -156,13 +167,15 @@ function conditionFromJson(f: FilterJson, kindOf: (column: string) => FilterKind
   let values: string[] | null = null;
   switch (valueShape(type, operator)) {
     case 'one':
-      if (type === 'number' ? typeof v === 'number' : typeof v === 'string') values = [String(v)];
+      if (type === 'number' && typeof v === 'number') values = [fromStored(column, v)];
+      else if (type !== 'number' && typeof v === 'string') values = [v];
       break;
     case 'list':
       if (isStringList(v)) values = [...v];
       break;
     case 'pair':
-      if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'number')) values = v.map(String);
+      if (Array.isArray(v) && v.length === 2 && v.every((x) => typeof x === 'number'))
+        values = v.map((x) => fromStored(column, x));
       break;
     case 'boolean':
       if (typeof v === 'boolean') values = [String(v)];
@@ -211,7 +224,7 @@ function conditionToJson(c: ConditionNode, problems: FormProblem[]): FilterJson 
   const number = (text: string) => {
     const n = text.trim() === '' ? Number.NaN : Number(text);
     if (!Number.isFinite(n)) problem(`'${text}' is not a number`);
-    return n;
+    return toStored(c.column, n);
   };
   let value: unknown;
   switch (valueShape(c.type, c.operator)) {

@@ -65,6 +65,48 @@ export function formatCost(usd: unknown): string {
   return decimals >= 2 ? text : `${text}${decimals === 0 ? '.' : ''}${'0'.repeat(2 - decimals)}`;
 }
 
+/** `make` called once per key (number formatters are costly to make). */
+export function memoize<K, V>(make: (key: K) => V): (key: K) => V {
+  const made = new Map<K, V>();
+  return (key) => {
+    if (!made.has(key)) made.set(key, make(key));
+    return made.get(key) as V;
+  };
+}
+
+const currency = memoize(
+  (decimals: number) =>
+    new Intl.NumberFormat('en-US', {
+      style: 'currency',
+      currency: 'USD',
+      minimumFractionDigits: decimals,
+      maximumFractionDigits: decimals,
+    }),
+);
+
+/**
+ * An axis' tick labels: `format` with the fewest decimals (from `min`) that keep distinct ticks
+ * distinct ($0.0001, $0.00015, $0.0002, never $0.0001 three times).
+ */
+export function distinctTicks(
+  values: number[],
+  format: (v: number, decimals: number) => string,
+  min = 0,
+): string[] {
+  const wanted = new Set(values).size;
+  let texts = values.map((v) => format(v, min));
+  for (let d = min + 1; d <= 12 && new Set(texts).size < wanted; d++) texts = values.map((v) => format(v, d));
+  return texts;
+}
+
+/** Cost ticks: dollars with one number of decimals for the whole axis, at least two. */
+export const formatCostTicks = (values: number[]) =>
+  distinctTicks(values, (v, d) => currency(d).format(v), 2);
+
+/** Facts in one line, " · " between those present (never an empty separator). */
+export const joinFacts = (...facts: (string | null | false | undefined)[]) =>
+  facts.filter(Boolean).join(' · ');
+
 /** The record's cost when it has one (an llm span, trace or session with priced spans). */
 export const costOf = (metrics: Record<string, number> | undefined) =>
   typeof metrics?.cost === 'number' ? metrics.cost : null;

@@ -133,6 +133,26 @@ export interface Scope {
 export const runScope = (kind: 'log_streams' | 'experiments', runId: string): Scope =>
   kind === 'experiments' ? { experiment_id: runId } : { log_stream_id: runId };
 
+/** The record types each table lists. */
+const TAB_TYPES: Record<RecordTab, FilterTreeJson> = {
+  traces: { filter: { column_id: 'type', type: 'text', operator: 'eq', value: 'trace' } },
+  sessions: { filter: { column_id: 'type', type: 'text', operator: 'eq', value: 'session' } },
+  spans: { filter: { column_id: 'type', type: 'text', operator: 'not_in', value: ['trace', 'session'] } },
+};
+
+/**
+ * Every record a view's table matches, as an annotation queue's "add what this search finds" takes
+ * it (that search covers records of every type, so the table's own types are a condition of it).
+ */
+export function matchingBody(view: ListView, scope: Scope, tab: RecordTab, now: number) {
+  const { filter_tree, filters } = searchBody(view, scope, [], now);
+  return {
+    ...scope,
+    filter_tree: filter_tree ? { and: [filter_tree, TAB_TYPES[tab]] } : TAB_TYPES[tab],
+    ...(filters ? { filters } : {}),
+  };
+}
+
 /** Columns whose values come only with include_counts. */
 const COUNT_COLUMNS = ['num_spans', 'num_traces'];
 
@@ -181,6 +201,7 @@ export const DEFAULT_COLUMNS: Record<RecordTab, string[]> = {
   ],
   sessions: [
     'name',
+    'external_id',
     'input',
     'output',
     'num_traces',

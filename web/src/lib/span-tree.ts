@@ -43,6 +43,38 @@ export function timelineOf(root: TreeRecord): Timeline {
   return { startMs: start, totalMs: Math.max(1, end - start) };
 }
 
+/** Room for one label of the waterfall's axis ("1 min 23 s" and a gap), in pixels. */
+const AXIS_LABEL_PX = 90;
+
+/**
+ * The waterfall axis' ticks as fractions of the time line: as many equal steps (up to four) as the
+ * axis has room for, so its labels never run into each other.
+ */
+export function axisTicks(widthPx: number): number[] {
+  const steps = Math.max(1, Math.min(4, Math.floor(widthPx / AXIS_LABEL_PX)));
+  return Array.from({ length: steps + 1 }, (_, i) => i / steps);
+}
+
+/**
+ * A record's duration in milliseconds: its own, else (a trace sent without one) the time from its
+ * start to the end of its last span that has a duration; null when neither is known.
+ */
+export function derivedDurationMs(root: TreeRecord): number | null {
+  const own = durationOf(root);
+  const start = Date.parse(root.created_at);
+  if (own !== null || !Number.isFinite(start)) return own;
+  let end: number | null = null;
+  const stack = [...(root.spans ?? [])];
+  while (stack.length) {
+    const r = stack.pop()!;
+    const d = durationOf(r);
+    const t = Date.parse(r.created_at);
+    if (d !== null && Number.isFinite(t)) end = Math.max(end ?? t + d, t + d);
+    if (r.spans) stack.push(...r.spans);
+  }
+  return end === null ? null : Math.max(0, end - start);
+}
+
 /** Rows in display order: the root, then each span under its parent unless an ancestor is collapsed. */
 export function visibleRows(root: TreeRecord, collapsed: ReadonlySet<string>, timeline: Timeline): TreeRow[] {
   const rows: TreeRow[] = [];
@@ -56,7 +88,7 @@ export function visibleRows(root: TreeRecord, collapsed: ReadonlySet<string>, ti
       depth,
       childCount: children.length,
       offsetMs: Number.isFinite(t) ? t - timeline.startMs : 0,
-      durationMs: durationOf(record),
+      durationMs: depth === 0 ? derivedDurationMs(record) : durationOf(record),
     });
     if (!collapsed.has(record.id)) {
       for (let i = children.length - 1; i >= 0; i--) stack.push({ record: children[i], depth: depth + 1 });

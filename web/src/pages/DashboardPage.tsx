@@ -13,6 +13,7 @@ import { WidgetForm } from '../components/WidgetForm.tsx';
 import { WidgetGrid } from '../components/WidgetGrid.tsx';
 import { Legend, WidgetChart, WidgetView } from '../components/WidgetView.tsx';
 import { del, get, post, put } from '../lib/api.ts';
+import { columnTitle } from '../lib/cells.ts';
 import type { Column, Dashboard, DashboardData, Section, Widget } from '../lib/api-types.ts';
 import {
   AGGREGATION_LABELS,
@@ -163,6 +164,10 @@ export function DashboardPage() {
     (w: Widget) => (
       <WidgetCard
         widget={w}
+        metricLabel={columnTitle(
+          columnList.find((c) => c.id === w.metric),
+          w.metric,
+        )}
         data={data.data}
         stale={stale}
         hrefOf={hrefOf}
@@ -171,7 +176,7 @@ export function DashboardPage() {
         remove={editable ? removeWidget : null}
       />
     ),
-    [data.data, stale, hrefOf, navigate, editWidget, removeWidget, editable],
+    [data.data, stale, hrefOf, navigate, editWidget, removeWidget, editable, columnList],
   );
   const grid = (widgets: Widget[]) => (
     <WidgetGrid
@@ -361,6 +366,7 @@ export function DashboardPage() {
 
 const WidgetCard = memo(function WidgetCard({
   widget,
+  metricLabel,
   data,
   stale,
   hrefOf,
@@ -369,6 +375,8 @@ const WidgetCard = memo(function WidgetCard({
   remove,
 }: {
   widget: Widget;
+  /** The metric's column label (Cost, not metrics/cost). */
+  metricLabel: string;
   data: DashboardData | undefined;
   stale: boolean;
   hrefOf: (bucket: number | null, group: unknown) => string;
@@ -391,7 +399,7 @@ const WidgetCard = memo(function WidgetCard({
       <header className="widget-head">
         <h3 id={`widget-${widget.id}`}>{widget.name}</h3>
         <span className="muted small">
-          {AGGREGATION_LABELS[widget.aggregation] ?? widget.aggregation} of {widget.metric}
+          {AGGREGATION_LABELS[widget.aggregation] ?? widget.aggregation} of {metricLabel}
         </span>
         <span className="spacer" />
         {edit && (

@@ -11,6 +11,7 @@ import { saveDashboard, trendsPath } from '../lib/dashboards-api.ts';
 import { useAccess } from '../lib/access.tsx';
 import { FieldErrors } from '../lib/field-errors.ts';
 import { useApi } from '../lib/use-api.ts';
+import '../dashboards.css';
 
 const widgetCount = (d: Dashboard) => d.widgets.length + d.sections.reduce((n, s) => n + s.widgets.length, 0);
 

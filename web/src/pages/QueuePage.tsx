@@ -5,6 +5,7 @@ import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useUser } from '../components/Layout.tsx';
 import { useAccess } from '../lib/access.tsx';
+import { QueueMembers } from '../components/QueueMembers.tsx';
 import { QueueProgressView } from '../components/QueueProgressView.tsx';
 import { RecordPanel } from '../components/RecordPanel.tsx';
 import { keyEffect, moveOf, ownValues } from '../lib/annotation-keys.ts';
@@ -19,6 +20,7 @@ import type {
   RunKind,
 } from '../lib/api-types.ts';
 import { formatCount } from '../lib/format.ts';
+import { useMetricLabels } from '../lib/metric-labels.ts';
 import { useApi } from '../lib/use-api.ts';
 import './queue.css';
 
@@ -65,6 +67,8 @@ export function QueuePage() {
   const [params, setParams] = useSearchParams();
   const me = useUser();
   const access = useAccess();
+  // A queue holds records of any run of the project: the project's catalogue labels their metrics.
+  const metricLabel = useMetricLabels(projectId, 'spans', {});
   const annotator = access.can('annotator');
   const index = Math.max(0, Number.parseInt(params.get('i') ?? '0', 10) || 0);
   const base = `/v2/projects/${projectId}/annotation_queues/${queueId}`;
@@ -228,9 +232,8 @@ export function QueuePage() {
         <div className="empty">
           <h2>Nothing to annotate yet</h2>
           <p>
-            Records come into a queue through the API: <code>POST {base}/records</code> with{' '}
-            <code>{'{"record_ids": [...]}'}</code>, or a log stream and filters to add every record that
-            search finds.
+            Add records from a log stream's traces, spans or sessions: select rows and choose{' '}
+            <strong>Add to queue</strong>, or add every record the table's filters match.
           </p>
         </div>
       )}
@@ -244,7 +247,7 @@ export function QueuePage() {
       )}
       {!record && !page.error && total > 0 && index < total && <Loading what="the record" />}
       <div className="queue-layout">
-        {record && <RecordPanel record={record} />}
+        {record && <RecordPanel record={record} metricLabel={metricLabel} />}
         <aside className="queue-side" aria-label="Annotation">
           {record && (
             <section className="panel" aria-labelledby="form-title">
@@ -278,6 +281,16 @@ export function QueuePage() {
             </section>
           )}
           <QueueProgressView progress={progress.data} error={progress.error} meId={me?.id} />
+          {queue.data && access.can('editor') && (
+            <QueueMembers
+              projectId={projectId}
+              queue={queue.data}
+              changed={() => {
+                queue.reload();
+                progress.reload();
+              }}
+            />
+          )}
           <section className="panel shortcuts" aria-labelledby="keys-title">
             <h2 id="keys-title">Keyboard</h2>
             <dl>

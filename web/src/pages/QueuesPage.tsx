@@ -3,6 +3,7 @@ import { Link, useParams } from 'react-router';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useUser } from '../components/Layout.tsx';
+import { TemplatesEditor } from '../components/TemplatesEditor.tsx';
 import { useAccess } from '../lib/access.tsx';
 import { api, get, post } from '../lib/api.ts';
 import type { AnnotationQueue, AnnotationTemplate, Project } from '../lib/api-types.ts';
@@ -59,8 +60,7 @@ function CreateQueue({
         <legend>Templates</legend>
         {templates.length === 0 && (
           <span className="muted small">
-            The project has no annotation templates yet (
-            <code>POST /v2/projects/{projectId}/annotation_templates</code>).
+            The project has no annotation templates yet: make one under Annotation templates below.
           </span>
         )}
         {templates.map((t) => (
@@ -270,6 +270,11 @@ export function QueuesPage() {
       {templates.data && editable && (
         <section className="section">
           <CreateQueue projectId={projectId} templates={templates.data} created={queues.reload} />
+        </section>
+      )}
+      {templates.data && editable && (
+        <section className="section">
+          <TemplatesEditor projectId={projectId} templates={templates.data} changed={templates.reload} />
         </section>
       )}
     </>

@@ -1,5 +1,6 @@
-import { type FormEvent, useMemo, useState } from 'react';
+import { type FormEvent, useEffect, useMemo, useState } from 'react';
 import { useParams, useSearchParams } from 'react-router';
+import { AddToQueue } from '../components/AddToQueue.tsx';
 import { ColumnChooser } from '../components/ColumnChooser.tsx';
 import { EmptyStream } from '../components/EmptyStream.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -7,13 +8,16 @@ import { FilterBuilder } from '../components/FilterBuilder.tsx';
 import { RecordTable } from '../components/RecordTable.tsx';
 import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { TimeRangePicker } from '../components/TimeRangePicker.tsx';
+import { useAccess } from '../lib/access.tsx';
 import { post } from '../lib/api.ts';
 import type { ApiRecord, Column, RecordTab, RecordsPage as Page, RunKind } from '../lib/api-types.ts';
+import { useFailures } from '../lib/failures.ts';
 import { formatCount } from '../lib/format.ts';
 import {
   DEFAULT_COLUMNS,
   type ListView,
   PAGE_SIZES,
+  matchingBody,
   parseView,
   runScope,
   searchBody,
@@ -67,8 +71,24 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
     `${base}/${tab}/${r.id}?${new URLSearchParams({ from, i: String(view.start + i) }).toString()}`;
 
   const filtered = view.filter !== null || view.q !== '' || view.range.kind !== 'all';
-  const records = page.data?.records ?? [];
-  const empty = page.fresh && records.length === 0;
+  const records = page.error ? [] : (page.data?.records ?? []);
+  // Rows picked for an annotation queue; a new search starts with none.
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
+  // biome-ignore lint/correctness/useExhaustiveDependencies: queryKey stands for the search
+  useEffect(() => setSelected(new Set()), [queryKey]);
+  const selection = {
+    selected,
+    set: (ids: string[], on: boolean) =>
+      setSelected((prev) => {
+        const next = new Set(prev);
+        for (const id of ids) on ? next.add(id) : next.delete(id);
+        return next;
+      }),
+  };
+  const queueable = useAccess().can('editor') && page.fresh && records.length > 0;
+  const failures = useFailures(projectId, scope, records, tab === 'traces' && page.fresh);
+  // A refused search is its error alone: it matched nothing because it did not run.
+  const empty = page.fresh && !page.error && records.length === 0;
 
   const submitSearch = (e: FormEvent<HTMLFormElement>) => {
     e.preventDefault();
@@ -159,13 +179,25 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
       ) : (
         records.length > 0 && (
           <div className={page.loading ? 'results busy' : 'results'} aria-busy={page.loading}>
+            {queueable && (
+              <AddToQueue
+                projectId={projectId}
+                selectedIds={[...selected]}
+                matching={() => matchingBody(view, scope, tab, Date.now())}
+                count={view.start + records.length}
+                exact={view.start === 0 && page.data?.next_starting_token == null}
+                onAdded={() => setSelected(new Set())}
+              />
+            )}
             <RecordTable
               records={records}
+              selection={queueable ? selection : undefined}
               columnIds={shown}
               catalogue={byId}
               sort={view.sort}
               onSort={(sort) => setView({ sort })}
               hrefOf={hrefOf}
+              failures={failures}
               label={`${tab} of ${info.run.data?.name ?? 'the run'}`}
             />
             <div className="pager">

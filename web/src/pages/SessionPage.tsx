@@ -4,10 +4,20 @@ import { ShownValue } from '../components/Messages.tsx';
 import { Neighbours } from '../components/Neighbours.tsx';
 import { RecordPanel } from '../components/RecordPanel.tsx';
 import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
+import { hasFailed } from '../lib/failures.ts';
 import { get } from '../lib/api.ts';
 import type { RunKind, SessionRecord } from '../lib/api-types.ts';
-import { costOf, formatCost, formatCount, formatNs, formatTime, totalTokens } from '../lib/format.ts';
+import {
+  costOf,
+  formatCost,
+  formatCount,
+  formatNs,
+  formatTime,
+  joinFacts,
+  totalTokens,
+} from '../lib/format.ts';
 import { runScope } from '../lib/list-view.ts';
+import { useMetricLabels } from '../lib/metric-labels.ts';
 import { useApi } from '../lib/use-api.ts';
 
 /** A session as a conversation: its traces in order, each one's input and output, one click from the trace. */
@@ -16,6 +26,7 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
   const info = useRunInfo(projectId, runKind, runId);
   const base = runBase(projectId, runKind, runId);
   const scope = runScope(runKind, runId);
+  const metricLabel = useMetricLabels(projectId, 'sessions', scope);
   const session = useApi(sessionId, () =>
     get<SessionRecord>(`/v2/projects/${projectId}/sessions/${sessionId}`),
   );
@@ -41,9 +52,12 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
           <div className="page-head">
             <h1>{s.name || s.external_id || 'Session'}</h1>
             <span className="muted">
-              {formatCount(traces.length)} traces · {formatNs(s.metrics?.duration_ns)} in all
-              {tokens !== null && ` · ${formatCount(tokens)} tokens`}
-              {(tokens !== null || cost !== null) && ` · ${formatCost(cost)}`}
+              {joinFacts(
+                `${formatCount(traces.length)} traces`,
+                formatNs(s.metrics?.duration_ns) && `${formatNs(s.metrics?.duration_ns)} in all`,
+                tokens !== null && `${formatCount(tokens)} tokens`,
+                (tokens !== null || cost !== null) && formatCost(cost),
+              )}
             </span>
           </div>
           <div className="session-layout">
@@ -59,13 +73,14 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
                         {t.name || 'trace'}
                       </Link>
                       <span className="muted small">
-                        {formatTime(t.created_at)} · {formatNs(t.metrics?.duration_ns)}
-                        {tt !== null && ` · ${formatCount(tt)} tokens`}
-                        {(tt !== null || tc !== null) && ` · ${formatCost(tc)}`}
+                        {joinFacts(
+                          formatTime(t.created_at),
+                          formatNs(t.metrics?.duration_ns),
+                          tt !== null && `${formatCount(tt)} tokens`,
+                          (tt !== null || tc !== null) && formatCost(tc),
+                        )}
                       </span>
-                      {((t.status_code ?? 0) >= 400 || t.error_message) && (
-                        <span className="status bad">error</span>
-                      )}
+                      {hasFailed(t) && <span className="status bad">error</span>}
                     </div>
                     <div className="bubble user">
                       <span className="bubble-role">Input</span>
@@ -84,7 +99,7 @@ export function SessionPage({ runKind }: { runKind: RunKind }) {
               })}
               {traces.length === 0 && <p className="muted">This session has no traces yet.</p>}
             </ol>
-            <RecordPanel record={s} />
+            <RecordPanel record={s} metricLabel={metricLabel} />
           </div>
         </>
       )}

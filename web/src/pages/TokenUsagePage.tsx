@@ -9,14 +9,13 @@ import { RunHeader, useRunInfo } from '../components/RunHeader.tsx';
 import { SeriesChart } from '../components/SeriesChart.tsx';
 import { post } from '../lib/api.ts';
 import type { TokenUsagePage as Page } from '../lib/api-types.ts';
-import { colourOf, compactCount } from '../lib/dashboard-view.ts';
-import { formatCount } from '../lib/format.ts';
+import { colourOf, compactCounts } from '../lib/dashboard-view.ts';
+import { formatCost, formatCostTicks, formatCount } from '../lib/format.ts';
 import { TOKEN_KINDS, dailyUsage, dayOf, dayStart, usageRequest } from '../lib/token-usage.ts';
 import { useApi } from '../lib/use-api.ts';
 import '../dashboards.css';
 
 const DAY = 86_400;
-const money = (v: number | null) => (v === null ? '–' : `$${v.toFixed(v < 1 ? 4 : 2)}`);
 
 /** Every page of the range's records (a page holds up to 1,000 days). */
 async function allUsage(path: string, from: string, to: string) {
@@ -103,7 +102,7 @@ export function TokenUsagePage() {
                 <span className="swatch" style={{ background: colourOf(4) }} aria-hidden="true" />
                 Cost
               </dt>
-              <dd>{money(daily.totals.cost)}</dd>
+              <dd>{formatCost(daily.totals.cost)}</dd>
             </div>
           </dl>
           <section className="widget usage-chart" aria-labelledby="tokens-title">
@@ -116,7 +115,7 @@ export function TokenUsagePage() {
                 bucketSeconds={DAY}
                 series={tokenSeries}
                 kind="bar"
-                format={compactCount}
+                ticks={compactCounts}
                 label={`Input, output, cache read and cache creation tokens per day from ${from} to ${to}`}
               />
             </div>
@@ -131,7 +130,7 @@ export function TokenUsagePage() {
                 bucketSeconds={DAY}
                 series={costSeries}
                 kind="line"
-                format={(v) => money(v)}
+                ticks={formatCostTicks}
                 label={`Cost in dollars per day from ${from} to ${to}`}
               />
             </div>

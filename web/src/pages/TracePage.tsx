@@ -7,9 +7,10 @@ import { RunHeader, runBase, useRunInfo } from '../components/RunHeader.tsx';
 import { TraceTree } from '../components/TraceTree.tsx';
 import { get } from '../lib/api.ts';
 import type { ApiRecord, RunKind, TreeRecord } from '../lib/api-types.ts';
-import { costOf, formatCost, formatCount, formatNs, totalTokens } from '../lib/format.ts';
-import { ancestorsOf, indexTree } from '../lib/span-tree.ts';
+import { costOf, formatCost, formatCount, formatDuration, joinFacts, totalTokens } from '../lib/format.ts';
+import { ancestorsOf, derivedDurationMs, indexTree } from '../lib/span-tree.ts';
 import { runScope } from '../lib/list-view.ts';
+import { useMetricLabels } from '../lib/metric-labels.ts';
 import { useApi } from '../lib/use-api.ts';
 
 /**
@@ -22,6 +23,7 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
   const info = useRunInfo(projectId, runKind, runId);
   const base = runBase(projectId, runKind, runId);
   const scope = runScope(runKind, runId);
+  const metricLabel = useMetricLabels(projectId, 'spans', scope);
 
   const trace = useApi(`trace/${traceId ?? ''}/${spanId ?? ''}`, async () => {
     let id = traceId;
@@ -85,10 +87,12 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
           <div className="page-head">
             <h1>{root.name || 'Trace'}</h1>
             <span className="muted">
-              {formatNs(root.metrics?.duration_ns)}
-              {tokens !== null && ` · ${formatCount(tokens)} tokens`}
-              {(tokens !== null || cost !== null) && ` · ${formatCost(cost)}`} · {formatCount(byId.size - 1)}{' '}
-              spans
+              {joinFacts(
+                formatDuration(derivedDurationMs(root)),
+                tokens !== null && `${formatCount(tokens)} tokens`,
+                (tokens !== null || cost !== null) && formatCost(cost),
+                `${formatCount(byId.size - 1)} spans`,
+              )}
             </span>
           </div>
           <div className="trace-layout">
@@ -99,7 +103,11 @@ export function TracePage({ runKind }: { runKind: RunKind }) {
               collapsed={visibleCollapsed}
               onToggle={toggle}
             />
-            <RecordPanel record={selected} downloadValue={selected === root ? root : undefined} />
+            <RecordPanel
+              record={selected}
+              downloadValue={selected === root ? root : undefined}
+              metricLabel={metricLabel}
+            />
           </div>
         </>
       )}
