@@ -12,6 +12,7 @@ import { RetentionRepo } from '../store/retention.ts';
 import { PgTableStats } from '../store/table-stats.ts';
 import { TEXT_INDEX_JOB } from '../store/search-text-pg.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
+import { ModelCallsRepo } from '../store/model-calls.ts';
 import { ModelPricesRepo } from '../store/model-prices.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
@@ -32,6 +33,7 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { ModelCallsService } from './model-calls.ts';
 import { ModelPricesService } from './model-prices.ts';
 import { Metrics } from './metrics.ts';
 import { RecordLifecycleService } from './record-lifecycle.ts';
@@ -76,6 +78,7 @@ export interface Services {
   /** PostgreSQL: planner statistics kept current (null on SQLite). */
   tableStats: TableStatsService | null;
   readiness: ReadinessService;
+  modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
 }
 
@@ -189,6 +192,7 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     retention,
     tableStats,
     readiness: new ReadinessService(store),
+    modelCalls: new ModelCallsService(new ModelCallsRepo(store.db), integrations, prices, config),
     promptTemplates: new PromptTemplatesService(
       new PromptTemplatesRepo(store.db, store.dialect),
       projects,

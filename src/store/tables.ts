@@ -220,6 +220,38 @@ export interface IntegrationCollaboratorsTable {
   updated_at: number;
 }
 
+/** One model call Spanbase made (src/services/model-calls.ts), with its spend and outcome. */
+export interface ModelCallsTable {
+  id: string;
+  project_id: string | null;
+  run_id: string | null;
+  integration_id: string | null;
+  integration_name: string;
+  purpose: string;
+  model: string;
+  status: string;
+  error_kind: string | null;
+  error: string | null;
+  provider_status: number | null;
+  tokens_in: number;
+  tokens_out: number;
+  cost_usd: number | null;
+  latency_ms: number;
+  attempts: number;
+  /** JSON array, one entry per attempt. */
+  attempt_log: string;
+  day: string;
+  created_at: number;
+}
+
+/** The integration of a kind a user selected for features to use by default. */
+export interface IntegrationSelectionsTable {
+  user_id: string;
+  name: string;
+  integration_id: string;
+  updated_at: number;
+}
+
 /** The saved Signals configuration of one run (log stream or experiment). */
 export interface SignalsConfigurationsTable {
   id: string;
@@ -375,6 +407,8 @@ export interface DB {
   dashboard_widgets: DashboardWidgetsTable;
   integrations: IntegrationsTable;
   integration_collaborators: IntegrationCollaboratorsTable;
+  model_calls: ModelCallsTable;
+  integration_selections: IntegrationSelectionsTable;
   signals_configurations: SignalsConfigurationsTable;
   annotation_templates: AnnotationTemplatesTable;
   annotations: AnnotationsTable;
