@@ -167,7 +167,7 @@ export class PromptTemplatesService {
       this.repo.selectedVersions(rows),
       this.repo.versionNumbers(rows.map((t) => t.id)),
     ]);
-    const shared = await Promise.all(rows.map((t) => (t.project_id ? [] : this.repo.sharedWith(t.id))));
+    const shared = await this.repo.sharedWithEach(rows.filter((t) => t.project_id === null).map((t) => t.id));
     const all = withAllVersions
       ? await Promise.all(
           rows.map((t) =>
@@ -187,7 +187,7 @@ export class PromptTemplatesService {
         id: t.id,
         name: t.name,
         project_id: t.project_id,
-        shared_with_projects: shared[i],
+        shared_with_projects: shared.get(t.id) ?? [],
         template: typeof sel.template === 'string' ? sel.template : JSON.stringify(sel.template),
         selected_version: sel,
         selected_version_id: sel.id,
