@@ -42,6 +42,11 @@ export interface Config {
   modelMaxResponseBytes: number;
   /** Allow provider addresses on loopback and private ranges (link-local and metadata stay refused). */
   allowPrivateProviders: boolean;
+  /** The job queue (services/job-queue.ts): jobs run at once per process, lease, poll and retry base. */
+  jobConcurrency: number;
+  jobLeaseMs: number;
+  jobPollMs: number;
+  jobRetryBaseMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -121,6 +126,10 @@ export function loadConfig(env: Env = process.env): Config {
       1024 ** 3,
     ),
     allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
+    jobConcurrency: intVar(env, 'SPANBASE_JOB_CONCURRENCY', 4, 1, 256),
+    jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),
+    jobPollMs: intVar(env, 'SPANBASE_JOB_POLL_MS', 1000, 5, 600_000),
+    jobRetryBaseMs: intVar(env, 'SPANBASE_JOB_RETRY_BASE_MS', 30_000, 1, 3_600_000),
   };
 }
 

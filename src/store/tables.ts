@@ -385,6 +385,75 @@ export interface ConsoleSessionsTable {
   expires_at: number;
 }
 
+/** One item of background work (store/jobs.ts). JSON columns as everywhere (text / jsonb). */
+export interface JobsTable {
+  id: string;
+  kind: string;
+  key: string;
+  project_id: string | null;
+  run_id: string | null;
+  payload: unknown;
+  status: string;
+  attempts: number;
+  max_attempts: number;
+  next_attempt_at: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  reason: string | null;
+  result: unknown;
+  created_at: number;
+  updated_at: number;
+  finished_at: number | null;
+}
+
+export interface ScorersTable {
+  id: string;
+  name: string;
+  scorer_type: string;
+  description: string | null;
+  tags: unknown;
+  defaults: unknown;
+  output_type: string | null;
+  input_type: string | null;
+  scoreable_node_types: unknown;
+  default_version_id: string | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ScorerVersionsTable {
+  id: string;
+  scorer_id: string;
+  version: number;
+  kind: string;
+  config: unknown;
+  created_by: string | null;
+  created_at: number;
+}
+
+export interface RunScorerSettingsTable {
+  run_id: string;
+  project_id: string;
+  scorers: unknown;
+  segment_filters: unknown;
+  paused_reason: string | null;
+  updated_by: string | null;
+  updated_at: number;
+}
+
+export interface ScoreResultsTable {
+  record_id: string;
+  scorer_id: string;
+  project_id: string;
+  run_id: string;
+  status: string;
+  reason: string | null;
+  info: unknown;
+  cost: number | null;
+  updated_at: number;
+}
+
 export interface DB {
   users: UsersTable;
   api_keys: ApiKeysTable;
@@ -423,6 +492,11 @@ export interface DB {
   prompt_templates: PromptTemplatesTable;
   prompt_template_projects: PromptTemplateProjectsTable;
   prompt_template_versions: PromptTemplateVersionsTable;
+  jobs: JobsTable;
+  scorers: ScorersTable;
+  scorer_versions: ScorerVersionsTable;
+  run_scorer_settings: RunScorerSettingsTable;
+  score_results: ScoreResultsTable;
 }
 
 /** A prompt template: of a project (`project_id`), or global and shared with projects. */

@@ -20,6 +20,7 @@ import * as pgTextGinBulk from './018_pg_text_gin_bulk.ts';
 import * as pgRunTypeCreatedSlim from './019_pg_run_type_created_slim.ts';
 import * as modelCalls from './020_model_calls.ts';
 import * as promptTemplates from './022_prompt_templates.ts';
+import * as jobsScorers from './023_jobs_scorers.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +45,5 @@ export const migrations: Record<string, Migration> = {
   '019_pg_run_type_created_slim': pgRunTypeCreatedSlim,
   '020_model_calls': modelCalls,
   '022_prompt_templates': promptTemplates,
+  '023_jobs_scorers': jobsScorers,
 };
