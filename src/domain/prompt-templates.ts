@@ -1,9 +1,8 @@
 /**
  * Prompt templates without I/O: the text of a version (a string or chat messages), what changed
  * from one version to the next, and the variables one rendering input gives (rendering itself is
- * domain/templates.ts, the one renderer).
+ * domain/templates.ts, the one renderer). No Node built-ins: the console shows its diffs with it.
  */
-import { isDeepStrictEqual } from 'node:util';
 import { diffLines } from 'diff';
 
 export interface ChatMessage {
@@ -32,10 +31,57 @@ export function contentText(content: TemplateContent): string {
   return content.map((m) => `${m.role}: ${m.content}`).join('\n');
 }
 
+/** One line of a side-by-side diff: unchanged, added, removed, or changed in place. */
+export interface DiffRow {
+  kind: 'same' | 'added' | 'removed' | 'edited';
+  before: string | null;
+  after: string | null;
+}
+
 /**
- * What changed from `before` to `after` (the first version: nothing). A removed line followed by an
- * added one counts as one edited line, as a reviewer reads a line changed in place.
+ * The lines of `before` and `after` side by side. Removed lines followed by added ones pair up as
+ * lines edited in place (as a reviewer reads them); the rest are added or removed.
  */
+export function lineDiff(before: string, after: string): DiffRow[] {
+  const rows: DiffRow[] = [];
+  let removed: string[] = [];
+  const settle = (added: string[]) => {
+    for (let i = 0; i < Math.max(removed.length, added.length); i++) {
+      const b = removed[i] ?? null;
+      const a = added[i] ?? null;
+      rows.push({
+        kind: b !== null && a !== null ? 'edited' : b !== null ? 'removed' : 'added',
+        before: b,
+        after: a,
+      });
+    }
+    removed = [];
+  };
+  for (const part of diffLines(withNewline(before), withNewline(after))) {
+    const lines = part.value.split('\n').slice(0, -1);
+    if (part.removed) removed.push(...lines);
+    else if (part.added) settle(lines);
+    else {
+      settle([]);
+      for (const line of lines) rows.push({ kind: 'same', before: line, after: line });
+    }
+  }
+  settle([]);
+  return rows;
+}
+
+/** Every line ends with a newline, so a changed last line is not also counted as added. */
+const withNewline = (text: string) => (text === '' || text.endsWith('\n') ? text : `${text}\n`);
+
+/** JSON with object keys sorted: equal texts for equal values whatever the key order. */
+const canonical = (value: unknown) =>
+  JSON.stringify(value ?? null, (_k, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+
+/** What changed from `before` to `after` (the first version: nothing). */
 export function versionChanges(
   before: { content: TemplateContent; settings: PromptSettings } | null,
   after: { content: TemplateContent; settings: PromptSettings },
@@ -52,31 +98,13 @@ export function versionChanges(
   const { model_alias: modelBefore, ...settingsBefore } = before.settings;
   const { model_alias: modelAfter, ...settingsAfter } = after.settings;
   changes.model_changed = (modelBefore ?? null) !== (modelAfter ?? null);
-  changes.settings_changed = !isDeepStrictEqual(settingsBefore, settingsAfter);
-  changes.content_changed = !isDeepStrictEqual(before.content, after.content);
-  let removed = 0;
-  const settle = (added: number) => {
-    const edited = Math.min(removed, added);
-    changes.lines_edited += edited;
-    changes.lines_removed += removed - edited;
-    changes.lines_added += added - edited;
-    removed = 0;
-  };
-  for (const part of diffLines(
-    withNewline(contentText(before.content)),
-    withNewline(contentText(after.content)),
-  )) {
-    const n = part.count ?? 0;
-    if (part.removed) removed += n;
-    else if (part.added) settle(n);
-    else settle(0);
+  changes.settings_changed = canonical(settingsBefore) !== canonical(settingsAfter);
+  changes.content_changed = canonical(before.content) !== canonical(after.content);
+  for (const row of lineDiff(contentText(before.content), contentText(after.content))) {
+    if (row.kind !== 'same') changes[`lines_${row.kind}`]++;
   }
-  settle(0);
   return changes;
 }
-
-/** Every line ends with a newline, so a changed last line is not also counted as added. */
-const withNewline = (text: string) => (text === '' || text.endsWith('\n') ? text : `${text}\n`);
 
 /** The object a JSON text holds, or null when it holds something else or is not JSON. */
 function jsonObject(text: string): Record<string, unknown> | null {

@@ -68,13 +68,13 @@ export interface RenderBody {
   data: { dataset_id: string; dataset_version_index?: number | null } | { input_strings: string[] };
 }
 
-/** The rows of a dataset version, as the datasets service reads them for the caller. */
+/** The rows of a dataset version, as the datasets service reads them for the caller (its `rows`). */
 export interface DatasetRowSource {
   rows(
     caller: Caller,
     datasetId: string,
-    opts: { version: number | null; offset: number; limit: number },
-  ): Promise<{ rows: { values_dict: Record<string, unknown> }[]; total: number }>;
+    opts: { offset: number; limit: number; version?: number },
+  ): Promise<{ rows: { values_dict: Record<string, unknown> }[]; next_offset: number | null }>;
 }
 
 /** How many numbered names `{ value, append_suffix_if_duplicate }` tries before it gives up. */
@@ -167,7 +167,7 @@ export class PromptTemplatesService {
       this.repo.selectedVersions(rows),
       this.repo.versionNumbers(rows.map((t) => t.id)),
     ]);
-    const shared = await Promise.all(rows.map((t) => (t.project_id ? [] : this.repo.sharedWith(t.id))));
+    const shared = await this.repo.sharedWithEach(rows.filter((t) => t.project_id === null).map((t) => t.id));
     const all = withAllVersions
       ? await Promise.all(
           rows.map((t) =>
@@ -187,7 +187,7 @@ export class PromptTemplatesService {
         id: t.id,
         name: t.name,
         project_id: t.project_id,
-        shared_with_projects: shared[i],
+        shared_with_projects: shared.get(t.id) ?? [],
         template: typeof sel.template === 'string' ? sel.template : JSON.stringify(sel.template),
         selected_version: sel,
         selected_version_id: sel.id,
@@ -418,26 +418,28 @@ export class PromptTemplatesService {
       throw err;
     }
     let inputs: Record<string, unknown>[];
-    let total: number;
+    let next: number | null;
     if ('input_strings' in body.data) {
-      total = body.data.input_strings.length;
-      inputs = body.data.input_strings.slice(offset, offset + limit).map(variablesOfInput);
+      const all = body.data.input_strings;
+      inputs = all.slice(offset, offset + limit).map(variablesOfInput);
+      next = offset + limit < all.length ? offset + limit : null;
     } else {
       if (!this.datasets)
         throw valueError(['body', 'data', 'dataset_id'], 'Datasets are not available in this build');
-      const got = await this.datasets.rows(caller, body.data.dataset_id, {
-        version: body.data.dataset_version_index ?? null,
+      const version = body.data.dataset_version_index;
+      const page = await this.datasets.rows(caller, body.data.dataset_id, {
         offset,
         limit,
+        ...(version === null || version === undefined ? {} : { version }),
       });
-      total = got.total;
-      inputs = got.rows.map((r) => variablesOfRow(r.values_dict));
+      inputs = page.rows.map((r) => variablesOfRow(r.values_dict));
+      next = page.next_offset;
     }
     const rendered_templates = inputs.map((vars) => {
       const { text, missing } = renderTemplate(body.template, vars);
       return { result: text, warning: missingWarning(missing) };
     });
-    return { ...envelope(offset, limit, offset + limit < total), rendered_templates };
+    return { ...envelope(offset, limit, next !== null), rendered_templates };
   }
 }
 

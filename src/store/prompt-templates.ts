@@ -44,12 +44,21 @@ export class PromptTemplatesRepo {
 
   /** The projects a global template is shared with. */
   async sharedWith(templateId: string): Promise<string[]> {
+    return (await this.sharedWithEach([templateId])).get(templateId) ?? [];
+  }
+
+  /** The projects each of the templates is shared with. */
+  async sharedWithEach(templateIds: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>(templateIds.map((id) => [id, []]));
+    if (templateIds.length === 0) return out;
     const rows = await this.db
       .selectFrom('prompt_template_projects')
-      .select('project_id')
-      .where('template_id', '=', templateId)
+      .select(['template_id', 'project_id'])
+      .where('template_id', 'in', templateIds)
+      .orderBy('created_at')
       .execute();
-    return rows.map((r) => r.project_id);
+    for (const r of rows) out.get(r.template_id)?.push(r.project_id);
+    return out;
   }
 
   /** Whether the template belongs to the project or is shared with it. */

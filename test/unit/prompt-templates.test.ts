@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  lineDiff,
   missingWarning,
   variablesOfInput,
   variablesOfRow,
@@ -86,4 +87,17 @@ test("a dataset row: its columns, and its input's keys at the top level", () => 
 test('one warning names each missing variable', () => {
   assert.equal(missingWarning([]), null);
   assert.equal(missingWarning(['a', 'b.c']), "Variable 'a' has no value; Variable 'b.c' has no value");
+});
+
+test('lineDiff pairs the lines side by side', () => {
+  assert.deepEqual(lineDiff('a\nb\nc', 'a\nB\nc\nd'), [
+    { kind: 'same', before: 'a', after: 'a' },
+    { kind: 'edited', before: 'b', after: 'B' },
+    { kind: 'same', before: 'c', after: 'c' },
+    { kind: 'added', before: null, after: 'd' },
+  ]);
+  assert.deepEqual(lineDiff('x\ny', ''), [
+    { kind: 'removed', before: 'x', after: null },
+    { kind: 'removed', before: 'y', after: null },
+  ]);
 });

@@ -147,6 +147,18 @@ export const router = createBrowserRouter([
         path: 'projects/:projectId/annotation_queues/:queueId',
         lazy: async () => ({ Component: (await import('./pages/QueuePage.tsx')).QueuePage }),
       },
+      {
+        path: 'projects/:projectId/templates',
+        lazy: async () => ({
+          Component: (await import('./pages/PromptTemplatesPage.tsx')).PromptTemplatesPage,
+        }),
+      },
+      {
+        path: 'projects/:projectId/templates/:templateId',
+        lazy: async () => ({
+          Component: (await import('./pages/PromptTemplatePage.tsx')).PromptTemplatePage,
+        }),
+      },
       runRoutes('log_streams'),
       runRoutes('experiments'),
       ...settingsRoutes,

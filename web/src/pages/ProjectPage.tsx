@@ -89,6 +89,9 @@ export function ProjectPage() {
                 Annotation queues
               </Link>
             )}
+            <Link to={`/projects/${projectId}/templates`} className="button small">
+              Prompt templates
+            </Link>
             <Link to={`/projects/${projectId}/collaborators`} className="button small">
               Collaborators
             </Link>
