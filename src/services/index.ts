@@ -32,7 +32,10 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { LlmIntegrationsService } from './llm-integrations.ts';
 import { ModelCallsService } from './model-calls.ts';
+import { ModelSpendService } from './model-spend.ts';
+import { PlaygroundService } from './playground.ts';
 import { ModelPricesService } from './model-prices.ts';
 import { Metrics } from './metrics.ts';
 import { RecordLifecycleService } from './record-lifecycle.ts';
@@ -77,6 +80,9 @@ export interface Services {
   tableStats: TableStatsService | null;
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
+  llmIntegrations: LlmIntegrationsService;
+  modelSpend: ModelSpendService;
+  playground: PlaygroundService;
 }
 
 export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
@@ -162,6 +168,8 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     usersRepo,
     keyring,
   );
+  const modelCallsRepo = new ModelCallsRepo(store.db);
+  const modelCalls = new ModelCallsService(modelCallsRepo, integrations, prices, config);
   const signals = new SignalsService(new SignalsRepo(store.db), runs, projects, integrations);
   return {
     config,
@@ -189,6 +197,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     retention,
     tableStats,
     readiness: new ReadinessService(store),
-    modelCalls: new ModelCallsService(new ModelCallsRepo(store.db), integrations, prices, config),
+    modelCalls,
+    llmIntegrations: new LlmIntegrationsService(integrations, modelCalls),
+    modelSpend: new ModelSpendService(modelCallsRepo, projects),
+    playground: new PlaygroundService(projects, integrations, modelCalls),
   };
 }

@@ -8,6 +8,7 @@
  */
 import type { Config } from '../config.ts';
 import { newId } from '../domain/ids.ts';
+import type { CallPurpose } from '../domain/model-call-purposes.ts';
 import {
   type AttemptFailure,
   ModelCallError,
@@ -21,6 +22,7 @@ import { Pricer } from '../domain/prices/pricer.ts';
 import { backoffMs } from '../domain/retry-policy.ts';
 import { nowUs } from '../domain/time.ts';
 import type { ModelCallsRepo } from '../store/model-calls.ts';
+import { configuredModels } from './integration-kinds.ts';
 import type { IntegrationsService } from './integrations.ts';
 import type { ModelPricesService } from './model-prices.ts';
 import {
@@ -31,15 +33,20 @@ import {
   type ToolSpec,
   providerClient,
 } from './model-providers.ts';
-import { type Exchange, ProviderFetchError, exchangeStore, guardedFetch } from './provider-fetch.ts';
+import {
+  type Exchange,
+  ProviderFetchError,
+  exchangeStore,
+  guardedFetch,
+  scrubExchange,
+} from './provider-fetch.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 export { ModelCallError, type ModelErrorKind } from '../domain/model-errors.ts';
 export type { ChatMessage } from './model-providers.ts';
 export type { Exchange } from './provider-fetch.ts';
 
-export const CALL_PURPOSES = ['scorer', 'experiment', 'signals', 'playground', 'status'] as const;
-export type CallPurpose = (typeof CALL_PURPOSES)[number];
+export { CALL_PURPOSES, type CallPurpose } from '../domain/model-call-purposes.ts';
 
 export interface ModelCallInput {
   integrationId: string;
@@ -82,6 +89,7 @@ interface AttemptRecord {
 const CATALOGUE_ONLY = new Pricer();
 const MAX_CLIENTS = 1000;
 const MAX_ERROR_LENGTH = 2000;
+const MODELS_TTL_MS = 10 * 60_000;
 
 /** The first error in a cause chain that is one of ours. */
 function fetchFailure(err: unknown): ProviderFetchError | null {
@@ -114,6 +122,7 @@ export class ModelCallsService {
   private readonly fetch: typeof fetch;
   readonly limiter: RateLimiter;
   private readonly clients = new Map<string, ProviderClient>();
+  private readonly modelLists = new Map<string, { models: string[]; until: number }>();
 
   constructor(
     private readonly repo: ModelCallsRepo,
@@ -129,7 +138,13 @@ export class ModelCallsService {
   }
 
   /** The SDK client of an integration's current settings (built once per settings version). */
-  async client(integrationId: string): Promise<{ client: ProviderClient; name: string; token: string }> {
+  async client(integrationId: string): Promise<{
+    client: ProviderClient;
+    name: string;
+    token: string;
+    config: Record<string, any>;
+    version: string;
+  }> {
     const s = await this.integrations.providerSettings(integrationId);
     if (!s) throw new ModelCallError('config', 'The integration does not exist (deleted?)', 0, null, null);
     if (s.isDisabled) throw new ModelCallError('config', 'The integration is disabled', 0, null, null);
@@ -140,7 +155,37 @@ export class ModelCallsService {
       client = providerClient(s, this.fetch, this.config.modelTimeoutMs);
       this.clients.set(key, client);
     }
-    return { client, name: s.name, token: s.token };
+    return { client, name: s.name, token: s.token, config: s.config, version: key };
+  }
+
+  /**
+   * The models an integration offers: the provider's own list where it has one (asked once per
+   * settings version and MODELS_TTL_MS), else the ones its settings name. Throws a ModelCallError
+   * when the provider's list cannot be had.
+   */
+  async models(integrationId: string): Promise<string[]> {
+    const { client, name, token, config, version } = await this.client(integrationId);
+    const hit = this.modelLists.get(version);
+    if (hit && hit.until > Date.now()) return hit.models;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.config.modelTimeoutMs);
+    let listed: string[] | null;
+    try {
+      listed = await client.listModels(controller.signal);
+    } catch (err) {
+      const f = this.failure(err, timedOut, token);
+      throw new ModelCallError(f.kind, f.message, 1, null, f.status);
+    } finally {
+      clearTimeout(timer);
+    }
+    const models = listed ?? configuredModels(name, config);
+    if (this.modelLists.size >= MAX_CLIENTS) this.modelLists.clear();
+    this.modelLists.set(version, { models, until: Date.now() + MODELS_TTL_MS });
+    return models;
   }
 
   /** What one failed attempt was, its text free of the token. */
@@ -234,7 +279,11 @@ export class ModelCallsService {
         created_at: at,
       });
     };
+    const exchange = input.exchange;
+    let token = '';
+    const scrub = () => exchange && scrubExchange(exchange, (t) => redact(t, [token]));
     const fail = async (name: string, f: AttemptFailure): Promise<never> => {
+      scrub();
       await record(name, input.model, null, f);
       throw new ModelCallError(f.kind, f.message, attempts.length, callId, f.status);
     };
@@ -246,7 +295,8 @@ export class ModelCallsService {
       if (err instanceof ModelCallError) throw err;
       throw new ModelCallError('config', (err as Error).message, 0, null, null);
     }
-    const { client, name, token } = provider;
+    const { client, name } = provider;
+    token = provider.token;
     if (!input.model.trim())
       return fail(name, { kind: 'config', message: 'No model given', status: null, retryAfterMs: null });
     if (input.messages.length === 0)
@@ -260,7 +310,6 @@ export class ModelCallsService {
         }
       : undefined;
     const deadline = startedAt + this.config.modelRetryMaxTotalMs;
-    const exchange = input.exchange ?? { request: null, response: null };
     for (;;) {
       if (input.signal?.aborted) return fail(name, cancelled());
       let release: Awaited<ReturnType<RateLimiter['acquire']>>;
@@ -280,7 +329,7 @@ export class ModelCallsService {
       let result: ChatResult | null = null;
       let failure: AttemptFailure | null = null;
       try {
-        result = await exchangeStore.run(exchange, () =>
+        const chat = () =>
           client.chat(
             {
               model: input.model,
@@ -293,8 +342,8 @@ export class ModelCallsService {
               onDelta,
             },
             signal,
-          ),
-        );
+          );
+        result = await (exchange ? exchangeStore.run(exchange, chat) : chat());
       } catch (err) {
         failure = input.signal?.aborted ? cancelled() : this.failure(err, timedOut, token);
       } finally {
@@ -323,6 +372,7 @@ export class ModelCallsService {
         const at = nowUs();
         const costUsd =
           pricer.costOf(result.model, at, usage, null) ?? pricer.costOf(input.model, at, usage, null);
+        scrub();
         await record(name, result.model, { ...result, costUsd }, null);
         return {
           callId,

@@ -18,6 +18,8 @@ import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
+import llmIntegrationRoutes from './llm-integrations.ts';
+import modelCallRoutes from './model-calls.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -41,6 +43,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     docsRoutes,
     consoleRoutes,
     consolePages,
+    llmIntegrationRoutes,
+    modelCallRoutes,
   ]) {
     await app.register(plugin);
   }
