@@ -31,6 +31,8 @@ type Who = { user_id: string } | { group_id: string };
  */
 export class IntegrationsService {
   private readonly box: SecretBox;
+  /** Bumped by every change of settings or existence made here, so caches of them drop at once. */
+  generation = 0;
 
   constructor(
     private readonly repo: IntegrationsRepo,
@@ -110,6 +112,7 @@ export class IntegrationsService {
    */
   async put(caller: Caller, kind: ModelKind, input: KindBody) {
     const config = JSON.stringify(settingsOf(kind, input));
+    this.generation++;
     for (let attempt = 0; ; attempt++) {
       const now = nowUs();
       const held = await this.repo.byHolder(caller.id, kind);
@@ -197,6 +200,7 @@ export class IntegrationsService {
 
   async delete(caller: Caller, id: string) {
     await this.access(caller, id, 'owner');
+    this.generation++;
     if (!(await this.repo.delete(id))) throw notFound('Integration');
   }
 

@@ -7,6 +7,7 @@
  * classified so features pause on the ones a person must fix, and a spend record of every call.
  */
 import type { Config } from '../config.ts';
+import { ACCESS_CACHE_MS } from './access-cache.ts';
 import { newId } from '../domain/ids.ts';
 import type { CallPurpose } from '../domain/model-call-purposes.ts';
 import {
@@ -79,6 +80,15 @@ export interface ModelCallOutput {
   attempts: number;
 }
 
+interface Provider {
+  client: ProviderClient;
+  name: string;
+  token: string;
+  config: Record<string, any>;
+  /** id and updated_at: a new version gets a new client. */
+  version: string;
+}
+
 interface AttemptRecord {
   status: number | null;
   kind: ModelErrorKind | null;
@@ -121,7 +131,7 @@ function httpError(err: any): { status: number; headers: Headers | null; text: s
 export class ModelCallsService {
   private readonly fetch: typeof fetch;
   readonly limiter: RateLimiter;
-  private readonly clients = new Map<string, ProviderClient>();
+  private readonly providers = new Map<string, { provider: Provider; generation: number; until: number }>();
   private readonly modelLists = new Map<string, { models: string[]; until: number }>();
 
   constructor(
@@ -137,25 +147,31 @@ export class ModelCallsService {
     this.limiter = new RateLimiter(config.modelConcurrency);
   }
 
-  /** The SDK client of an integration's current settings (built once per settings version). */
-  async client(integrationId: string): Promise<{
-    client: ProviderClient;
-    name: string;
-    token: string;
-    config: Record<string, any>;
-    version: string;
-  }> {
+  /**
+   * The SDK client of an integration's current settings, built once per settings version and reused
+   * for ACCESS_CACHE_MS (a change made through this process applies at once).
+   */
+  async client(integrationId: string): Promise<Provider> {
+    const hit = this.providers.get(integrationId);
+    if (hit && hit.generation === this.integrations.generation && hit.until > Date.now()) return hit.provider;
+    const generation = this.integrations.generation;
     const s = await this.integrations.providerSettings(integrationId);
     if (!s) throw new ModelCallError('config', 'The integration does not exist (deleted?)', 0, null, null);
     if (s.isDisabled) throw new ModelCallError('config', 'The integration is disabled', 0, null, null);
-    const key = `${s.id}:${s.updatedAt}`;
-    let client = this.clients.get(key);
-    if (!client) {
-      if (this.clients.size >= MAX_CLIENTS) this.clients.clear();
-      client = providerClient(s, this.fetch, this.config.modelTimeoutMs);
-      this.clients.set(key, client);
-    }
-    return { client, name: s.name, token: s.token, config: s.config, version: key };
+    const version = `${s.id}:${s.updatedAt}`;
+    const provider =
+      hit?.provider.version === version
+        ? hit.provider
+        : {
+            client: providerClient(s, this.fetch, this.config.modelTimeoutMs),
+            name: s.name,
+            token: s.token,
+            config: s.config,
+            version,
+          };
+    if (this.providers.size >= MAX_CLIENTS) this.providers.clear();
+    this.providers.set(integrationId, { provider, generation, until: Date.now() + ACCESS_CACHE_MS });
+    return provider;
   }
 
   /**
@@ -288,7 +304,7 @@ export class ModelCallsService {
       throw new ModelCallError(f.kind, f.message, attempts.length, callId, f.status);
     };
 
-    let provider: Awaited<ReturnType<ModelCallsService['client']>>;
+    let provider: Provider;
     try {
       provider = await this.client(input.integrationId);
     } catch (err) {
