@@ -39,7 +39,10 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { LlmIntegrationsService } from './llm-integrations.ts';
 import { ModelCallsService } from './model-calls.ts';
+import { ModelSpendService } from './model-spend.ts';
+import { PlaygroundService } from './playground.ts';
 import { ModelPricesService } from './model-prices.ts';
 import { Metrics } from './metrics.ts';
 import { RecordLifecycleService } from './record-lifecycle.ts';
@@ -94,6 +97,9 @@ export interface Services {
   notifications: NotificationsService;
   signalRuns: SignalRunsService;
   alerts: AlertsService;
+  llmIntegrations: LlmIntegrationsService;
+  modelSpend: ModelSpendService;
+  playground: PlaygroundService;
 }
 
 export function createServices(
@@ -187,6 +193,8 @@ export function createServices(
     usersRepo,
     keyring,
   );
+  const modelCallsRepo = new ModelCallsRepo(store.db);
+  const modelCalls = new ModelCallsService(modelCallsRepo, integrations, prices, config);
   const signalsRepo = new SignalsRepo(store.db);
   const signals = new SignalsService(signalsRepo, runs, projects, integrations);
   const notifications = new NotificationsService(
@@ -203,8 +211,6 @@ export function createServices(
       tickMs: 5000,
     },
   );
-  // Model calls reach Signals through the model-call module (services/model-calls.ts) once it is
-  // wired here; until then runs make the model-free findings and say why the rest was skipped.
   const signalRuns = new SignalRunsService(
     new SignalRunsRepo(store.db, store.dialect),
     signalsRepo,
@@ -213,7 +219,7 @@ export function createServices(
     notifications,
     clock,
     leasesOf(store.db),
-    null,
+    modelCalls,
   );
   const alerts = new AlertsService(
     new AlertsRepo(store.db),
@@ -251,7 +257,6 @@ export function createServices(
     retention,
     tableStats,
     readiness: new ReadinessService(store),
-    modelCalls: new ModelCallsService(new ModelCallsRepo(store.db), integrations, prices, config),
     promptTemplates: new PromptTemplatesService(
       new PromptTemplatesRepo(store.db, store.dialect),
       projects,
@@ -263,5 +268,9 @@ export function createServices(
     notifications,
     signalRuns,
     alerts,
+    modelCalls,
+    llmIntegrations: new LlmIntegrationsService(integrations, modelCalls),
+    modelSpend: new ModelSpendService(modelCallsRepo, projects),
+    playground: new PlaygroundService(projects, integrations, modelCalls),
   };
 }

@@ -1,17 +1,15 @@
-import { textProblem } from '../domain/text.ts';
-import { type Loc, ValidationError, forbidden, notFound, valueError } from '../domain/errors.ts';
+import { type Loc, forbidden, notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { type Role, atLeast, isRole, permissionsFor, strongest } from '../domain/roles.ts';
 import { SecretBox } from '../domain/secretbox.ts';
 import { nowUs, toIso } from '../domain/time.ts';
-import type { GatewayIntegrationInput } from '../schemas/integrations.ts';
+import { type KindBody, MODEL_KINDS, type ModelKind } from '../schemas/integrations.ts';
 import type { IntegrationRow, IntegrationsRepo } from '../store/integrations.ts';
 import type { UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
 import { describeGroupCollaborator, describeUserCollaborator } from './collaborators.ts';
+import { settingsOf, settingsView } from './integration-kinds.ts';
 import type { Keyring } from './keyring.ts';
-
-export const GATEWAY = 'example_gateway';
 
 /** The associated data a token is sealed with: a sealed token only opens on its own integration. */
 export const tokenAad = (integrationId: string) => `spanbase:integration:${integrationId}:token`;
@@ -19,61 +17,6 @@ export const tokenAad = (integrationId: string) => `spanbase:integration:${integ
 /** The key provider tokens are sealed with, derived from the master secret. */
 export function integrationsBox(keyring: Keyring): SecretBox {
   return new SecretBox(keyring.derive('integrations'));
-}
-
-function checkText(loc: Loc, value: string, secret = false): void {
-  const problem = textProblem(value);
-  if (problem)
-    throw new ValidationError({
-      loc,
-      msg: problem,
-      type: 'value_error',
-      ...(secret ? {} : { input: value }),
-    });
-}
-
-/** The known fields of a multi_modal_config; unknown ones are ignored, as in every body, not stored. */
-function multiModalConfig(
-  c: GatewayIntegrationInput['multi_modal_config'],
-): GatewayIntegrationInput['multi_modal_config'] {
-  if (!c) return null;
-  const { max_files, max_file_size_bytes } = c;
-  return { max_files, max_file_size_bytes };
-}
-
-/** An absolute http(s) URL (decisions.md), checked with the WHATWG URL parser. */
-function checkEndpoint(endpoint: string): void {
-  const loc: Loc = ['body', 'endpoint'];
-  checkText(loc, endpoint);
-  let url: URL | null = null;
-  // The URL parser forgives surrounding blanks and control characters; a stored endpoint must not need that.
-  const clean = ![...endpoint].some(
-    (ch) => /\s/.test(ch) || ch.charCodeAt(0) < 0x20 || ch.charCodeAt(0) === 0x7f,
-  );
-  if (clean) {
-    try {
-      url = new URL(endpoint);
-    } catch {
-      url = null;
-    }
-  }
-  if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ValidationError({
-      loc,
-      msg: "URL scheme should be 'http' or 'https'",
-      type: 'url_scheme',
-      input: endpoint,
-      ctx: { expected_schemes: "'http' or 'https'" },
-    });
-  }
-  if (!url?.hostname) {
-    throw new ValidationError({
-      loc,
-      msg: 'Input should be a valid URL (absolute, with a host)',
-      type: 'url_parsing',
-      input: endpoint,
-    });
-  }
 }
 
 const LAST_OWNER = 'An integration must keep at least one owner';
@@ -88,6 +31,8 @@ type Who = { user_id: string } | { group_id: string };
  */
 export class IntegrationsService {
   private readonly box: SecretBox;
+  /** Bumped by every change of settings or existence made here, so caches of them drop at once. */
+  generation = 0;
 
   constructor(
     private readonly repo: IntegrationsRepo,
@@ -97,7 +42,16 @@ export class IntegrationsService {
     this.box = integrationsBox(keyring);
   }
 
-  private describe(row: IntegrationRow, role: Role | null, caller: Caller) {
+  /**
+   * Whether this is the caller's integration of its kind for features to use: the one they selected,
+   * or, without a selection of that kind, the one they hold (their own PUT's).
+   */
+  private isSelected(row: IntegrationRow, caller: Caller, selections: Map<string, string>): boolean {
+    const chosen = selections.get(row.name);
+    return chosen === undefined ? row.holder_id === caller.id : chosen === row.id;
+  }
+
+  private describe(row: IntegrationRow, role: Role | null, caller: Caller, selections: Map<string, string>) {
     return {
       id: row.id,
       name: row.name,
@@ -106,7 +60,7 @@ export class IntegrationsService {
       updated_at: toIso(row.updated_at),
       created_by: row.created_by,
       permissions: permissionsFor(role),
-      is_selected: row.holder_id === caller.id,
+      is_selected: this.isSelected(row, caller, selections),
       is_disabled: Boolean(row.is_disabled),
     };
   }
@@ -152,30 +106,16 @@ export class IntegrationsService {
   }
 
   /**
-   * Creates the caller's gateway integration, or updates it. "Theirs" is the one they created and
+   * Creates the caller's integration of a kind, or updates it. "Theirs" is the one they created and
    * may still change (editor or owner); if sharing has taken that right away, it is left to its
    * owners and a new one is created for the caller.
    */
-  async putGateway(caller: Caller, input: GatewayIntegrationInput) {
-    checkEndpoint(input.endpoint);
-    checkText(['body', 'use_case'], input.use_case);
-    checkText(['body', 'token'], input.token, true);
-    if (input.token.trim() === '') {
-      // No `input` in this item: the value of a secret field is never echoed.
-      throw new ValidationError({
-        loc: ['body', 'token'],
-        msg: 'The token must not be blank',
-        type: 'value_error',
-      });
-    }
-    const config = JSON.stringify({
-      endpoint: input.endpoint,
-      use_case: input.use_case,
-      multi_modal_config: multiModalConfig(input.multi_modal_config),
-    });
+  async put(caller: Caller, kind: ModelKind, input: KindBody) {
+    const config = JSON.stringify(settingsOf(kind, input));
+    this.generation++;
     for (let attempt = 0; ; attempt++) {
       const now = nowUs();
-      const held = await this.repo.byHolder(caller.id, GATEWAY);
+      const held = await this.repo.byHolder(caller.id, kind);
       if (held) {
         const role = await this.roleOn(caller, held.id);
         if (atLeast(role, 'editor')) {
@@ -185,14 +125,19 @@ export class IntegrationsService {
             key_id: this.box.keyId,
             updated_at: now,
           });
-          return this.describe({ ...held, config, updated_at: now }, role, caller);
+          return this.describe(
+            { ...held, config, updated_at: now },
+            role,
+            caller,
+            await this.selections(caller),
+          );
         }
         await this.repo.release(held.id);
       }
       const id = newId();
       const row = {
         id,
-        name: GATEWAY,
+        name: kind,
         created_by: caller.id,
         holder_id: caller.id,
         config,
@@ -216,11 +161,11 @@ export class IntegrationsService {
         );
       } catch (err) {
         // A concurrent first PUT by the same user won the (holder, name) slot: update that one.
-        if (attempt === 0 && (await this.repo.byHolder(caller.id, GATEWAY))) continue;
+        if (attempt === 0 && (await this.repo.byHolder(caller.id, kind))) continue;
         throw err;
       }
       const { token_ciphertext: _t, key_id: _k, ...visible } = row;
-      return this.describe(visible, 'owner', caller);
+      return this.describe(visible, 'owner', caller, await this.selections(caller));
     }
   }
 
@@ -232,20 +177,70 @@ export class IntegrationsService {
       caller.id,
       groupIds,
     );
+    const selections = await this.selections(caller);
     return rows.map((row) => {
       const mine = roles.filter((r) => r.integration_id === row.id).map((r) => r.role);
-      return this.describe(row, caller.role === 'admin' ? 'owner' : strongest(mine.filter(isRole)), caller);
+      return this.describe(
+        row,
+        caller.role === 'admin' ? 'owner' : strongest(mine.filter(isRole)),
+        caller,
+        selections,
+      );
     });
+  }
+
+  private async selections(caller: Caller): Promise<Map<string, string>> {
+    return new Map((await this.repo.selectionsOf(caller.id)).map((s) => [s.name, s.integration_id]));
   }
 
   async get(caller: Caller, id: string) {
     const { row, role } = await this.access(caller, id);
-    return this.describe(row, role, caller);
+    return this.describe(row, role, caller, await this.selections(caller));
   }
 
   async delete(caller: Caller, id: string) {
     await this.access(caller, id, 'owner');
+    this.generation++;
     if (!(await this.repo.delete(id))) throw notFound('Integration');
+  }
+
+  /**
+   * The id of the caller's integration of a kind (the one they selected if they may still see it,
+   * else the one they hold), or null.
+   */
+  async idOfKind(caller: Caller, kind: string): Promise<string | null> {
+    const chosen = (await this.selections(caller)).get(kind);
+    if (chosen && (await this.roleOn(caller, chosen)) !== null) return chosen;
+    return (await this.repo.byHolder(caller.id, kind))?.id ?? null;
+  }
+
+  private async requireKind(caller: Caller, kind: string): Promise<string> {
+    const id = await this.idOfKind(caller, kind);
+    if (!id) throw notFound(`You have no ${kind} integration; an integration`);
+    return id;
+  }
+
+  /** GET /v2/integrations/{id or kind}: an id answers the integration, a kind the settings of yours. */
+  async getByRef(caller: Caller, ref: string) {
+    if (!isKind(ref)) return this.get(caller, ref);
+    const { row } = await this.access(caller, await this.requireKind(caller, ref));
+    return settingsView(row.id, row.name, configOf(row));
+  }
+
+  async deleteByRef(caller: Caller, ref: string) {
+    await this.delete(caller, isKind(ref) ? await this.requireKind(caller, ref) : ref);
+  }
+
+  /** The integration an id or kind names, if the caller may see it (for status checks and model lists). */
+  async resolve(caller: Caller, ref: string): Promise<IntegrationRow> {
+    return (await this.access(caller, isKind(ref) ? await this.requireKind(caller, ref) : ref)).row;
+  }
+
+  /** Makes this integration the caller's of its kind for features to use by default. */
+  async select(caller: Caller, id: string) {
+    const { row, role } = await this.access(caller, id);
+    await this.repo.select(caller.id, row.name, id, nowUs());
+    return this.describe(row, role, caller, await this.selections(caller));
   }
 
   async listUsers(caller: Caller, id: string) {
@@ -416,6 +411,8 @@ export class IntegrationsService {
     return this.box.open(sealed.token_ciphertext, tokenAad(id));
   }
 }
+
+const isKind = (ref: string): ref is ModelKind => (MODEL_KINDS as readonly string[]).includes(ref);
 
 /** The settings of an integration as an object (JSON text on SQLite, parsed already on PostgreSQL). */
 export function configOf(row: IntegrationRow): Record<string, any> {

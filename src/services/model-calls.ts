@@ -7,7 +7,9 @@
  * classified so features pause on the ones a person must fix, and a spend record of every call.
  */
 import type { Config } from '../config.ts';
+import { ACCESS_CACHE_MS } from './access-cache.ts';
 import { newId } from '../domain/ids.ts';
+import type { CallPurpose } from '../domain/model-call-purposes.ts';
 import {
   type AttemptFailure,
   ModelCallError,
@@ -21,6 +23,7 @@ import { Pricer } from '../domain/prices/pricer.ts';
 import { backoffMs } from '../domain/retry-policy.ts';
 import { nowUs } from '../domain/time.ts';
 import type { ModelCallsRepo } from '../store/model-calls.ts';
+import { configuredModels } from './integration-kinds.ts';
 import type { IntegrationsService } from './integrations.ts';
 import type { ModelPricesService } from './model-prices.ts';
 import {
@@ -31,15 +34,20 @@ import {
   type ToolSpec,
   providerClient,
 } from './model-providers.ts';
-import { type Exchange, ProviderFetchError, exchangeStore, guardedFetch } from './provider-fetch.ts';
+import {
+  type Exchange,
+  ProviderFetchError,
+  exchangeStore,
+  guardedFetch,
+  scrubExchange,
+} from './provider-fetch.ts';
 import { RateLimiter } from './rate-limiter.ts';
 
 export { ModelCallError, type ModelErrorKind } from '../domain/model-errors.ts';
 export type { ChatMessage } from './model-providers.ts';
 export type { Exchange } from './provider-fetch.ts';
 
-export const CALL_PURPOSES = ['scorer', 'experiment', 'signals', 'playground', 'status'] as const;
-export type CallPurpose = (typeof CALL_PURPOSES)[number];
+export { CALL_PURPOSES, type CallPurpose } from '../domain/model-call-purposes.ts';
 
 export interface ModelCallInput {
   integrationId: string;
@@ -72,6 +80,15 @@ export interface ModelCallOutput {
   attempts: number;
 }
 
+interface Provider {
+  client: ProviderClient;
+  name: string;
+  token: string;
+  config: Record<string, any>;
+  /** id and updated_at: a new version gets a new client. */
+  version: string;
+}
+
 interface AttemptRecord {
   status: number | null;
   kind: ModelErrorKind | null;
@@ -82,6 +99,7 @@ interface AttemptRecord {
 const CATALOGUE_ONLY = new Pricer();
 const MAX_CLIENTS = 1000;
 const MAX_ERROR_LENGTH = 2000;
+const MODELS_TTL_MS = 10 * 60_000;
 
 /** The first error in a cause chain that is one of ours. */
 function fetchFailure(err: unknown): ProviderFetchError | null {
@@ -113,7 +131,8 @@ function httpError(err: any): { status: number; headers: Headers | null; text: s
 export class ModelCallsService {
   private readonly fetch: typeof fetch;
   readonly limiter: RateLimiter;
-  private readonly clients = new Map<string, ProviderClient>();
+  private readonly providers = new Map<string, { provider: Provider; generation: number; until: number }>();
+  private readonly modelLists = new Map<string, { models: string[]; until: number }>();
 
   constructor(
     private readonly repo: ModelCallsRepo,
@@ -128,19 +147,61 @@ export class ModelCallsService {
     this.limiter = new RateLimiter(config.modelConcurrency);
   }
 
-  /** The SDK client of an integration's current settings (built once per settings version). */
-  async client(integrationId: string): Promise<{ client: ProviderClient; name: string; token: string }> {
+  /**
+   * The SDK client of an integration's current settings, built once per settings version and reused
+   * for ACCESS_CACHE_MS (a change made through this process applies at once).
+   */
+  async client(integrationId: string): Promise<Provider> {
+    const hit = this.providers.get(integrationId);
+    if (hit && hit.generation === this.integrations.generation && hit.until > Date.now()) return hit.provider;
+    const generation = this.integrations.generation;
     const s = await this.integrations.providerSettings(integrationId);
     if (!s) throw new ModelCallError('config', 'The integration does not exist (deleted?)', 0, null, null);
     if (s.isDisabled) throw new ModelCallError('config', 'The integration is disabled', 0, null, null);
-    const key = `${s.id}:${s.updatedAt}`;
-    let client = this.clients.get(key);
-    if (!client) {
-      if (this.clients.size >= MAX_CLIENTS) this.clients.clear();
-      client = providerClient(s, this.fetch, this.config.modelTimeoutMs);
-      this.clients.set(key, client);
+    const version = `${s.id}:${s.updatedAt}`;
+    const provider =
+      hit?.provider.version === version
+        ? hit.provider
+        : {
+            client: providerClient(s, this.fetch, this.config.modelTimeoutMs),
+            name: s.name,
+            token: s.token,
+            config: s.config,
+            version,
+          };
+    if (this.providers.size >= MAX_CLIENTS) this.providers.clear();
+    this.providers.set(integrationId, { provider, generation, until: Date.now() + ACCESS_CACHE_MS });
+    return provider;
+  }
+
+  /**
+   * The models an integration offers: the provider's own list where it has one (asked once per
+   * settings version and MODELS_TTL_MS), else the ones its settings name. Throws a ModelCallError
+   * when the provider's list cannot be had.
+   */
+  async models(integrationId: string): Promise<string[]> {
+    const { client, name, token, config, version } = await this.client(integrationId);
+    const hit = this.modelLists.get(version);
+    if (hit && hit.until > Date.now()) return hit.models;
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.config.modelTimeoutMs);
+    let listed: string[] | null;
+    try {
+      listed = await client.listModels(controller.signal);
+    } catch (err) {
+      const f = this.failure(err, timedOut, token);
+      throw new ModelCallError(f.kind, f.message, 1, null, f.status);
+    } finally {
+      clearTimeout(timer);
     }
-    return { client, name: s.name, token: s.token };
+    const models = listed ?? configuredModels(name, config);
+    if (this.modelLists.size >= MAX_CLIENTS) this.modelLists.clear();
+    this.modelLists.set(version, { models, until: Date.now() + MODELS_TTL_MS });
+    return models;
   }
 
   /** What one failed attempt was, its text free of the token. */
@@ -234,19 +295,24 @@ export class ModelCallsService {
         created_at: at,
       });
     };
+    const exchange = input.exchange;
+    let token = '';
+    const scrub = () => exchange && scrubExchange(exchange, (t) => redact(t, [token]));
     const fail = async (name: string, f: AttemptFailure): Promise<never> => {
+      scrub();
       await record(name, input.model, null, f);
       throw new ModelCallError(f.kind, f.message, attempts.length, callId, f.status);
     };
 
-    let provider: Awaited<ReturnType<ModelCallsService['client']>>;
+    let provider: Provider;
     try {
       provider = await this.client(input.integrationId);
     } catch (err) {
       if (err instanceof ModelCallError) throw err;
       throw new ModelCallError('config', (err as Error).message, 0, null, null);
     }
-    const { client, name, token } = provider;
+    const { client, name } = provider;
+    token = provider.token;
     if (!input.model.trim())
       return fail(name, { kind: 'config', message: 'No model given', status: null, retryAfterMs: null });
     if (input.messages.length === 0)
@@ -260,7 +326,6 @@ export class ModelCallsService {
         }
       : undefined;
     const deadline = startedAt + this.config.modelRetryMaxTotalMs;
-    const exchange = input.exchange ?? { request: null, response: null };
     for (;;) {
       if (input.signal?.aborted) return fail(name, cancelled());
       let release: Awaited<ReturnType<RateLimiter['acquire']>>;
@@ -280,7 +345,7 @@ export class ModelCallsService {
       let result: ChatResult | null = null;
       let failure: AttemptFailure | null = null;
       try {
-        result = await exchangeStore.run(exchange, () =>
+        const chat = () =>
           client.chat(
             {
               model: input.model,
@@ -293,8 +358,8 @@ export class ModelCallsService {
               onDelta,
             },
             signal,
-          ),
-        );
+          );
+        result = await (exchange ? exchangeStore.run(exchange, chat) : chat());
       } catch (err) {
         failure = input.signal?.aborted ? cancelled() : this.failure(err, timedOut, token);
       } finally {
@@ -323,6 +388,7 @@ export class ModelCallsService {
         const at = nowUs();
         const costUsd =
           pricer.costOf(result.model, at, usage, null) ?? pricer.costOf(input.model, at, usage, null);
+        scrub();
         await record(name, result.model, { ...result, costUsd }, null);
         return {
           callId,

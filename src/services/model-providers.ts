@@ -63,7 +63,9 @@ export interface ProviderSettings {
   token: string;
 }
 
+// Always given: the SDKs would otherwise read a base URL (or project) from the server's environment.
 const OPENAI_URL = 'https://api.openai.com/v1';
+const ANTHROPIC_URL = 'https://api.anthropic.com';
 export const AZURE_API_VERSION = '2024-10-21';
 const ANTHROPIC_MAX_TOKENS = 4096;
 
@@ -78,19 +80,26 @@ export function providerClient(
   const common = { apiKey: s.token, fetch, maxRetries: 0, timeout: timeoutMs, logLevel: 'off' as const };
   switch (s.name) {
     case 'anthropic':
-      return anthropicClient(new Anthropic({ ...common, baseURL: s.config.endpoint || undefined }));
+      return anthropicClient(new Anthropic({ ...common, baseURL: s.config.endpoint || ANTHROPIC_URL }));
     case 'azure': {
       const deployments: Record<string, string> = s.config.deployments ?? {};
       const client = new AzureOpenAI({
         ...common,
         endpoint: s.config.endpoint,
         apiVersion: s.config.api_version || AZURE_API_VERSION,
+        organization: null,
+        project: null,
       });
       return openaiClient(client, (model) => deployments[model] ?? s.config.azure_deployment ?? model, false);
     }
     case 'openai':
       return openaiClient(
-        new OpenAI({ ...common, baseURL: OPENAI_URL, organization: s.config.organization_id ?? null }),
+        new OpenAI({
+          ...common,
+          baseURL: OPENAI_URL,
+          organization: s.config.organization_id ?? null,
+          project: null,
+        }),
         (m) => m,
         true,
       );

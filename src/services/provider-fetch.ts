@@ -33,6 +33,12 @@ export interface Exchange {
 export const responseText = (e: Exchange) =>
   e.response ? Buffer.concat(e.response.chunks).toString('utf8').slice(0, MAX_KEPT_BYTES) : '';
 
+/** Takes secrets out of a kept exchange (a provider may echo a token in its error text). */
+export function scrubExchange(e: Exchange, scrub: (text: string) => string): void {
+  if (e.request) e.request.body = scrub(e.request.body);
+  if (e.response) e.response.chunks = [Buffer.from(scrub(responseText(e)))];
+}
+
 /** The exchange the current attempt writes to, if any (set around an SDK call). */
 export const exchangeStore = new AsyncLocalStorage<Exchange>();
 

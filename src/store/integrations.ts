@@ -212,6 +212,24 @@ export class IntegrationsRepo {
     return Number(row.rows[0]?.n ?? 0);
   }
 
+  selectionsOf(userId: string): Promise<{ name: string; integration_id: string }[]> {
+    return this.db
+      .selectFrom('integration_selections')
+      .select(['name', 'integration_id'])
+      .where('user_id', '=', userId)
+      .execute();
+  }
+
+  async select(userId: string, name: string, integrationId: string, at: number): Promise<void> {
+    await this.db
+      .insertInto('integration_selections')
+      .values({ user_id: userId, name, integration_id: integrationId, updated_at: at })
+      .onConflict((oc) =>
+        oc.columns(['user_id', 'name']).doUpdateSet({ integration_id: integrationId, updated_at: at }),
+      )
+      .execute();
+  }
+
   sealedToken(id: string): Promise<SealedToken | undefined> {
     return this.db
       .selectFrom('integrations')

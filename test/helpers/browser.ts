@@ -37,12 +37,16 @@ export interface ConsoleServer extends TestServer {
 }
 
 /** A test server on a free port, with an admin who can sign in with a password. */
-export async function startConsoleServer(store: StoreKind): Promise<ConsoleServer> {
+export async function startConsoleServer(
+  store: StoreKind,
+  env: Record<string, string> = {},
+): Promise<ConsoleServer> {
   await ensureConsoleBuilt();
   const admin = { email: 'admin@example.com', password: 'console-test-password' };
   const s = await startTestServer(store, {
     SPANBASE_ADMIN_EMAIL: admin.email,
     SPANBASE_ADMIN_PASSWORD: admin.password,
+    ...env,
   });
   const address = await s.running.app.listen({ port: 0, host: '127.0.0.1' });
   return Object.assign(s, { url: address, admin });

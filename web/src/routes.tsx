@@ -161,6 +161,10 @@ export const router = createBrowserRouter([
       },
       runRoutes('log_streams'),
       runRoutes('experiments'),
+      {
+        path: 'projects/:projectId/playground',
+        lazy: async () => ({ Component: (await import('./pages/PlaygroundPage.tsx')).PlaygroundPage }),
+      },
       ...settingsRoutes,
       { path: '*', element: <NotFoundPage /> },
     ],

@@ -21,6 +21,8 @@ import userRoutes from './users.ts';
 import promptTemplateRoutes from './prompt-templates.ts';
 import datasetRoutes from './datasets.ts';
 import alertRoutes from './alerts.ts';
+import llmIntegrationRoutes from './llm-integrations.ts';
+import modelCallRoutes from './model-calls.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -47,6 +49,8 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     consoleRoutes,
     consolePages,
     alertRoutes,
+    llmIntegrationRoutes,
+    modelCallRoutes,
   ]) {
     await app.register(plugin);
   }

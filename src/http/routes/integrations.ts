@@ -1,16 +1,26 @@
-import { Type } from '@sinclair/typebox';
+import { type TSchema, Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type ErrorItem, ValidationError } from '../../domain/errors.ts';
 import type { Role } from '../../domain/roles.ts';
 import { withErrors } from '../../schemas/common.ts';
 import {
+  AnthropicIntegrationBody,
+  AvailableIntegrations,
+  AzureIntegrationBody,
+  CustomIntegrationBody,
   GatewayIntegrationBody,
-  type GatewayIntegrationInput,
   GroupCollaborator,
   Integration,
   IntegrationGroupParams,
   IntegrationParams,
+  IntegrationRefParams,
+  IntegrationSettings,
+  IntegrationStatus,
   IntegrationUserParams,
+  type KindBody,
+  MODEL_KINDS,
+  type ModelKind,
+  OpenAIIntegrationBody,
   SetRole,
   ShareWithGroups,
   ShareWithUsers,
@@ -43,25 +53,65 @@ function tokenSafeFaults(req: FastifyRequest): ValidationError {
 const tags = ['integrations'];
 
 export default async function integrationRoutes(app: FastifyInstance) {
-  const { integrations } = app.services;
+  const { integrations, llmIntegrations } = app.services;
   type P = { integration_id: string };
 
-  app.put<{ Body: GatewayIntegrationInput }>(
-    '/v2/integrations/example_gateway',
+  const kinds: [ModelKind, string, TSchema, string][] = [
+    [
+      'example_gateway',
+      'gateway',
+      GatewayIntegrationBody,
+      'An OpenAI-compatible base URL and a bearer token.',
+    ],
+    ['openai', 'OpenAI', OpenAIIntegrationBody, 'An OpenAI API key and optional organization id.'],
+    [
+      'anthropic',
+      'Anthropic',
+      AnthropicIntegrationBody,
+      'An Anthropic API key; `endpoint` replaces https://api.anthropic.com (its base URL, without /v1).',
+    ],
+    [
+      'azure',
+      'Azure OpenAI',
+      AzureIntegrationBody,
+      'The resource endpoint, API version and key; `deployments` maps model names to deployment names.',
+    ],
+    [
+      'custom',
+      'custom OpenAI-compatible',
+      CustomIntegrationBody,
+      'An OpenAI-compatible base URL, the models it serves (it is not asked for a list), a default model, and a bearer token.',
+    ],
+  ];
+  for (const [kind, label, body, detail] of kinds) {
+    app.put<{ Body: KindBody }>(
+      `/v2/integrations/${kind}`,
+      {
+        attachValidation: true,
+        schema: {
+          summary: `Create or update your ${label} integration`,
+          description: `${detail} One per user and kind: a second PUT updates it. The token is stored sealed and never answered.`,
+          tags,
+          body,
+          response: withErrors({ 200: Integration }),
+        },
+      },
+      async (req) => {
+        if (req.validationError) throw tokenSafeFaults(req);
+        return integrations.put(req.caller, kind, req.body);
+      },
+    );
+  }
+  app.get(
+    '/v2/integrations/available',
     {
-      attachValidation: true,
       schema: {
-        summary: 'Create or update your gateway integration',
-        description: 'One per user: a second PUT updates it. The token is stored sealed and never answered.',
+        summary: 'List the integration kinds that can be created',
         tags,
-        body: GatewayIntegrationBody,
-        response: withErrors({ 200: Integration }),
+        response: withErrors({ 200: AvailableIntegrations }),
       },
     },
-    async (req) => {
-      if (req.validationError) throw tokenSafeFaults(req);
-      return integrations.putGateway(req.caller, req.body);
-    },
+    async () => ({ integrations: [...MODEL_KINDS] }),
   );
   app.get(
     '/v2/integrations',
@@ -78,28 +128,59 @@ export default async function integrationRoutes(app: FastifyInstance) {
     '/v2/integrations/:integration_id',
     {
       schema: {
-        summary: 'Get an integration',
+        summary: 'Get an integration, or the settings of yours of a kind',
+        description:
+          'By id: the integration. By kind (e.g. /v2/integrations/openai): the settings of your selected integration of that kind, never its token.',
         tags,
-        params: IntegrationParams,
-        response: withErrors({ 200: Integration }),
+        params: IntegrationRefParams,
+        response: withErrors({ 200: Type.Union([Integration, ...IntegrationSettings.anyOf]) }),
       },
     },
-    async (req) => integrations.get(req.caller, req.params.integration_id),
+    async (req) => integrations.getByRef(req.caller, req.params.integration_id),
   );
   app.delete<{ Params: P }>(
     '/v2/integrations/:integration_id',
     {
       schema: {
-        summary: 'Delete an integration (owners)',
+        summary: 'Delete an integration (owners), by id or kind',
+        description: 'By kind: your selected integration of that kind.',
         tags,
-        params: IntegrationParams,
+        params: IntegrationRefParams,
         response: withErrors({ 200: Message }),
       },
     },
     async (req) => {
-      await integrations.delete(req.caller, req.params.integration_id);
+      await integrations.deleteByRef(req.caller, req.params.integration_id);
       return { message: 'Integration deleted' };
     },
+  );
+  app.get<{ Params: P }>(
+    '/v2/integrations/:integration_id/status',
+    {
+      schema: {
+        summary: 'Check that an integration works (by id or kind)',
+        description:
+          "Makes one cheap real call: the provider's model list where it has one, else a one-token chat with the default model (recorded as a `status` call). Answers status ok, or error with error_kind and the provider's own error text (token redacted).",
+        tags,
+        params: IntegrationRefParams,
+        response: withErrors({ 200: IntegrationStatus }),
+      },
+    },
+    async (req) => llmIntegrations.status(req.caller, req.params.integration_id),
+  );
+  app.put<{ Params: P }>(
+    '/v2/integrations/:integration_id/select',
+    {
+      schema: {
+        summary: 'Select this integration as yours of its kind',
+        description:
+          'Features that call a model (scorers, experiments, Signals, the playground) use your selected integration of a kind by default. Any integration you can see may be selected.',
+        tags,
+        params: IntegrationParams,
+        response: withErrors({ 200: Integration }),
+      },
+    },
+    async (req) => integrations.select(req.caller, req.params.integration_id),
   );
 
   // Sharing with users.

@@ -8,6 +8,10 @@ import type {
   QueueProgress as QueueProgressSchema,
   Template as TemplateSchema,
 } from '../../../src/schemas/annotations.ts';
+import type {
+  ModelSpend as ModelSpendSchema,
+  PlaygroundResult as PlaygroundResultSchema,
+} from '../../../src/schemas/model-calls.ts';
 import type { ConsoleSession as ConsoleSessionSchema } from '../../../src/schemas/console.ts';
 import type {
   DashboardData as DashboardDataSchema,
@@ -59,6 +63,8 @@ export type Widget = Static<typeof WidgetSchema>;
 export type Section = Static<typeof SectionSchema>;
 export type DashboardData = Static<typeof DashboardDataSchema>;
 export type TokenUsagePage = Static<typeof TokenUsagePageSchema>;
+export type ModelSpend = Static<typeof ModelSpendSchema>;
+export type PlaygroundResult = Static<typeof PlaygroundResultSchema>;
 
 /** A trace or span as GET .../traces/{id} answers it: each node carries its children in `spans`. */
 export type TreeRecord = ApiRecord & { spans?: TreeRecord[] };

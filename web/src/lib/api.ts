@@ -72,3 +72,45 @@ export const post = <T>(path: string, body?: unknown) => api<T>('POST', path, bo
 export const put = <T>(path: string, body: unknown) => api<T>('PUT', path, body);
 export const patch = <T>(path: string, body: unknown) => api<T>('PATCH', path, body);
 export const del = <T>(path: string) => api<T>('DELETE', path);
+
+/**
+ * A POST whose answer is NDJSON (one JSON value a line, e.g. the playground's streamed reply): each
+ * line is handed to `onLine` as it arrives. Error answers are thrown as `api` throws them.
+ */
+export async function postLines(path: string, body: unknown, onLine: (value: any) => void): Promise<void> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method: 'POST',
+      headers: {
+        accept: 'application/x-ndjson',
+        'content-type': 'application/json',
+        'x-csrf-token': csrfToken(),
+      },
+      body: JSON.stringify(body),
+      credentials: 'same-origin',
+    });
+  } catch {
+    throw new ApiError(0, 'Spanbase cannot be reached: check that the server is running');
+  }
+  if (!res.ok || !res.body) {
+    let parsed: unknown = null;
+    try {
+      parsed = await res.json();
+    } catch {}
+    if (res.status === 401) window.location.assign(loginUrl());
+    const detail = (parsed as { detail?: unknown } | null)?.detail;
+    throw new ApiError(res.status, errorText(res.status, parsed), Array.isArray(detail) ? detail : []);
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let rest = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    rest += value;
+    const lines = rest.split('\n');
+    rest = lines.pop() ?? '';
+    for (const line of lines) if (line.trim()) onLine(JSON.parse(line));
+  }
+  if (rest.trim()) onLine(JSON.parse(rest));
+}

@@ -95,6 +95,9 @@ export function ProjectPage() {
             <Link to={`/projects/${projectId}/collaborators`} className="button small">
               Collaborators
             </Link>
+            <Link to={`/projects/${projectId}/playground`} className="button small">
+              Playground
+            </Link>
           </div>
           <RunList projectId={projectId} kind="log_streams" />
           <RunList projectId={projectId} kind="experiments" />

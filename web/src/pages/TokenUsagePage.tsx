@@ -7,8 +7,8 @@ import { useParams, useSearchParams } from 'react-router';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { RunHeader, useRunInfo } from '../components/RunHeader.tsx';
 import { SeriesChart } from '../components/SeriesChart.tsx';
-import { post } from '../lib/api.ts';
-import type { TokenUsagePage as Page } from '../lib/api-types.ts';
+import { get, post } from '../lib/api.ts';
+import type { ModelSpend, TokenUsagePage as Page } from '../lib/api-types.ts';
 import { colourOf, compactCounts } from '../lib/dashboard-view.ts';
 import { formatCost, formatCostTicks, formatCount } from '../lib/format.ts';
 import { TOKEN_KINDS, dailyUsage, dayOf, dayStart, usageRequest } from '../lib/token-usage.ts';
@@ -27,6 +27,72 @@ async function allUsage(path: string, from: string, to: string) {
     token = page.next_starting_token ?? null;
   }
   return records;
+}
+
+/**
+ * Beside the log stream's own usage: what Spanbase itself spent calling models for the project
+ * (judges, experiments, Signals, the playground), per day and purpose. A model without a price is
+ * counted as such, never as $0.
+ */
+/** Model calls are cheap: small sums keep six decimals, so they never read as $0. */
+const spendMoney = (v: number) => (v === 0 ? '$0' : `$${v.toFixed(v < 0.01 ? 6 : 2)}`);
+
+function ModelSpendSection({ projectId, from }: { projectId: string; from: string }) {
+  const days = Math.min(366, Math.max(1, Math.round((Date.now() / 1000 - (dayStart(from) ?? 0)) / DAY) + 1));
+  const spend = useApi(`spend/${projectId}/${days}`, () =>
+    get<ModelSpend>(`/v2/projects/${projectId}/model_calls/spend?days=${days}`),
+  );
+  return (
+    <section className="section" aria-labelledby="spend-title">
+      <h2 id="spend-title">Spanbase's model calls for this project</h2>
+      {spend.error && <ErrorNote error={spend.error} retry={spend.reload} />}
+      {!spend.data && !spend.error && <Loading what="model spend" />}
+      {spend.data?.days.length === 0 && <p className="muted">No model calls since {spend.data.from_day}.</p>}
+      {spend.data && spend.data.days.length > 0 && (
+        <table className="table model-spend">
+          <thead>
+            <tr>
+              <th scope="col">Day (UTC)</th>
+              <th scope="col">Purpose</th>
+              <th scope="col" className="num">
+                Calls
+              </th>
+              <th scope="col" className="num">
+                Errors
+              </th>
+              <th scope="col" className="num">
+                Input tokens
+              </th>
+              <th scope="col" className="num">
+                Output tokens
+              </th>
+              <th scope="col" className="num">
+                Cost
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...spend.data.days].reverse().map((d) => (
+              <tr key={`${d.day}/${d.purpose}`} data-purpose={d.purpose}>
+                <td>{d.day}</td>
+                <td>{d.purpose}</td>
+                <td className="num">{formatCount(d.calls)}</td>
+                <td className="num">{formatCount(d.errors)}</td>
+                <td className="num">{formatCount(d.tokens_in)}</td>
+                <td className="num">{formatCount(d.tokens_out)}</td>
+                <td className="num">
+                  {spendMoney(d.cost_usd)}
+                  {d.unpriced_calls > 0 && (
+                    <span className="muted"> + {d.unpriced_calls} without a price</span>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
 }
 
 export function TokenUsagePage() {
@@ -137,6 +203,7 @@ export function TokenUsagePage() {
           </section>
         </div>
       )}
+      <ModelSpendSection projectId={projectId} from={from} />
     </>
   );
 }
