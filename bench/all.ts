@@ -1,7 +1,8 @@
 /**
  * Every benchmark, one after another (they must not share the 2 cores): ingest, search, dashboards
  * and token usage, cost (ingestion with and without it, recompute), annotation queues, sustained
- * load, deletes and exports (lifecycle), the web console in Chromium (record pages, then dashboards).
+ * load, deletes and exports (lifecycle), the web console in Chromium (record pages, then dashboards),
+ * dataset uploads and version reads.
  * Arguments pass through to each, so give only the ones all of them take
  * (`npm run bench -- --store postgres`); each bench:NAME script takes its own options.
  * Each prints its own figures and its raw baseline; this only sequences them and reports failures.
@@ -19,6 +20,7 @@ const BENCHES = [
   'lifecycle',
   'console',
   'console-dashboards',
+  'datasets',
 ] as const;
 const passThrough = process.argv.slice(2);
 const failed: string[] = [];
