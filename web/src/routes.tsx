@@ -139,6 +139,14 @@ export const router = createBrowserRouter([
       runRoutes('log_streams'),
       runRoutes('experiments'),
       ...settingsRoutes,
+      {
+        path: 'datasets',
+        lazy: async () => ({ Component: (await import('./pages/DatasetsPage.tsx')).DatasetsPage }),
+      },
+      {
+        path: 'datasets/:datasetId',
+        lazy: async () => ({ Component: (await import('./pages/DatasetPage.tsx')).DatasetPage }),
+      },
       { path: '*', element: <NotFoundPage /> },
     ],
   },
