@@ -243,6 +243,77 @@ const COMMANDS: Command[] = [
     },
   },
   {
+    name: 'datasets import',
+    summary: 'create a dataset from a JSONL or CSV file',
+    synopsis: 'FILE --name NAME [--project P] [--format jsonl|csv] [--email EMAIL]',
+    details:
+      'Streams FILE into a new dataset (version 1), as POST /v2/datasets does: JSON lines of objects,\n' +
+      'or CSV with a header line (the format follows the file name unless --format says). A line that\n' +
+      'is not UTF-8, not a JSON object or not a valid CSV record stops the import naming the line, and\n' +
+      'no dataset is left. --project (a name or id) makes the project use it. A progress bar shows on\n' +
+      'standard error when it is a terminal.',
+    example: 'spanbase datasets import questions.csv --name questions --project my-app',
+    argument: 'FILE',
+    options: {
+      name: { type: 'string' },
+      project: { type: 'string' },
+      format: { type: 'string' },
+      email: { type: 'string' },
+    },
+    async run(v) {
+      const { importDataset } = await import('./cli/datasets-io.ts');
+      const format = v.format as string | undefined;
+      if (format !== undefined && format !== 'jsonl' && format !== 'csv')
+        throw new UsageError('--format is jsonl or csv', this);
+      const ds = await importDataset(loadConfig(), required(v, 'argument', this), {
+        name: required(v, 'name', this),
+        project: v.project as string | undefined,
+        format,
+        email: v.email as string | undefined,
+      });
+      print(ds);
+      note(`imported ${ds.num_rows} rows into dataset ${ds.name} (${ds.id})`);
+    },
+  },
+  {
+    name: 'datasets export',
+    summary: 'write a dataset version as JSON lines or CSV',
+    synopsis: 'DATASET [--version N] [--format jsonl|csv] [--output FILE] [--email EMAIL]',
+    details:
+      'Writes the rows of a dataset (a name or an id), the current version unless --version names\n' +
+      'another, to standard output or --output: one JSON object of column values a line, or CSV with\n' +
+      'a header line (object values as JSON text). A progress bar shows on standard error when it is\n' +
+      'a terminal.',
+    example: 'spanbase datasets export questions --version 1 --format csv --output questions-v1.csv',
+    argument: 'DATASET',
+    options: {
+      version: { type: 'string' },
+      format: { type: 'string' },
+      output: { type: 'string' },
+      email: { type: 'string' },
+    },
+    async run(v) {
+      const { exportDataset } = await import('./cli/datasets-io.ts');
+      const format = (v.format as string | undefined) ?? 'jsonl';
+      if (format !== 'jsonl' && format !== 'csv') throw new UsageError('--format is jsonl or csv', this);
+      const version = v.version === undefined ? undefined : Number(v.version);
+      if (version !== undefined && !(Number.isInteger(version) && version >= 1))
+        throw new UsageError('--version is a version number (1, 2, ...)', this);
+      const { createWriteStream } = await import('node:fs');
+      const file = v.output as string | undefined;
+      const output = file ? createWriteStream(file) : process.stdout;
+      const rows = await exportDataset(loadConfig(), {
+        dataset: required(v, 'argument', this),
+        version,
+        format,
+        email: v.email as string | undefined,
+        output,
+      });
+      if (file) await new Promise<void>((r) => output.end(() => r()));
+      note(`exported ${rows} rows`);
+    },
+  },
+  {
     name: 'backup',
     summary: 'copy the SQLite store while it serves (and its secret key)',
     synopsis: 'FILE',

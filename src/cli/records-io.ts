@@ -27,7 +27,7 @@ export interface Target {
 }
 
 /** A progress bar on stderr when it is a terminal; nothing otherwise. */
-function progress(total: number, unit: string): { tick(n: number): void; stop(): void } {
+export function progress(total: number, unit: string): { tick(n: number): void; stop(): void } {
   if (!process.stderr.isTTY) return { tick() {}, stop() {} };
   const bar = new SingleBar({
     stream: process.stderr,
@@ -38,7 +38,7 @@ function progress(total: number, unit: string): { tick(n: number): void; stop():
   return { tick: (n) => bar.increment(n), stop: () => bar.stop() };
 }
 
-async function withServices<T>(config: Config, run: (s: Services) => Promise<T>): Promise<T> {
+export async function withServices<T>(config: Config, run: (s: Services) => Promise<T>): Promise<T> {
   const running = await startServices({ ...config, announceBootstrap: false }, { logger: false });
   try {
     return await run(running.services);
@@ -47,7 +47,7 @@ async function withServices<T>(config: Config, run: (s: Services) => Promise<T>)
   }
 }
 
-async function callerFor(s: Services, email: string | undefined): Promise<Caller> {
+export async function callerFor(s: Services, email: string | undefined): Promise<Caller> {
   const wanted = email ?? s.config.adminEmail;
   const user = await s.auth.userByEmail(wanted);
   if (!user) throw new Error(`no user with email ${wanted}`);

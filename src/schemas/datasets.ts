@@ -168,8 +168,14 @@ export const ListDatasetParams = Type.Object(
   { title: 'ListDatasetParams' },
 );
 
-const DictValue = Nullable(Type.Union([Type.String(), Type.Number()]));
-export const DatasetValue = Type.Union([Type.String(), Type.Number(), AnyKeyMap(DictValue), Type.Null()]);
+/**
+ * A row value: a string, a number, a flat object (string, number or null values) or null. Written
+ * as an untyped schema so the serializer writes it with JSON.stringify: an anyOf is checked value by
+ * value when serializing, which made a 100-row page about 8 times slower.
+ */
+export const DatasetValue = Type.Unsafe<string | number | Record<string, string | number | null> | null>({
+  description: 'A string, a number, a flat object (string, number or null values) or null',
+});
 
 export const DatasetRow = Type.Object(
   {

@@ -166,6 +166,14 @@ export const router = createBrowserRouter([
         lazy: async () => ({ Component: (await import('./pages/PlaygroundPage.tsx')).PlaygroundPage }),
       },
       ...settingsRoutes,
+      {
+        path: 'datasets',
+        lazy: async () => ({ Component: (await import('./pages/DatasetsPage.tsx')).DatasetsPage }),
+      },
+      {
+        path: 'datasets/:datasetId',
+        lazy: async () => ({ Component: (await import('./pages/DatasetPage.tsx')).DatasetPage }),
+      },
       { path: '*', element: <NotFoundPage /> },
     ],
   },

@@ -8,7 +8,16 @@ import { SESSION_COOKIE } from '../console-cookies.ts';
 export const CONSOLE_DIST = path.resolve(import.meta.dirname, '../../../web/dist');
 
 /** Paths the console's router owns; each answers its single page. */
-const PAGES = ['/', '/login', '/projects', '/projects/*', '/settings', '/settings/*'];
+const PAGES = [
+  '/',
+  '/login',
+  '/projects',
+  '/projects/*',
+  '/settings',
+  '/settings/*',
+  '/datasets',
+  '/datasets/*',
+];
 
 /**
  * The page scripts may only talk to this origin and load their own files: no inline script or style,

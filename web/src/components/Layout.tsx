@@ -49,6 +49,9 @@ export function Layout() {
           Spanbase
         </Link>
         <nav className="topbar-right" aria-label="Account">
+          <Link to="/datasets" className="button ghost">
+            Datasets
+          </Link>
           <Link to="/settings" className="button ghost">
             Settings
           </Link>

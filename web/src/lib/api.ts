@@ -9,7 +9,7 @@ export { ApiError };
 
 const CSRF_COOKIE = 'spanbase_csrf';
 
-function csrfToken(): string {
+export function csrfToken(): string {
   for (const part of document.cookie.split(';')) {
     const [name, ...rest] = part.trim().split('=');
     if (name === CSRF_COOKIE) return decodeURIComponent(rest.join('='));
@@ -36,7 +36,17 @@ export function loginUrl(next = window.location.pathname + window.location.searc
 }
 
 export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json' };
+  return (await apiResponse<T>(method, path, body)).body;
+}
+
+/** The same, with the answer's headers (an ETag) and extra request headers (If-Match). */
+export async function apiResponse<T>(
+  method: string,
+  path: string,
+  body?: unknown,
+  extraHeaders: Record<string, string> = {},
+): Promise<{ body: T; headers: Headers }> {
+  const headers: Record<string, string> = { accept: 'application/json', ...extraHeaders };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET') headers['x-csrf-token'] = csrfToken();
   let res: Response;
@@ -64,7 +74,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     const detail = (parsed as { detail?: unknown } | null)?.detail;
     throw new ApiError(res.status, errorText(res.status, parsed), Array.isArray(detail) ? detail : []);
   }
-  return parsed as T;
+  return { body: parsed as T, headers: res.headers };
 }
 
 export const get = <T>(path: string) => api<T>('GET', path);
