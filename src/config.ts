@@ -10,6 +10,8 @@ export interface Config {
   /** Extra PostgreSQL connection options (tests use a schema per run). */
   pgSearchPath: string | null;
   bodyLimitBytes: number;
+  /** Largest dataset file an upload may send (streamed, so not held in memory). */
+  datasetMaxBytes: number;
   tokenTtlSeconds: number;
   /** Lifetime of a console (browser) session, from sign-in. */
   consoleSessionTtlSeconds: number;
@@ -47,6 +49,10 @@ export interface Config {
   jobLeaseMs: number;
   jobPollMs: number;
   jobRetryBaseMs: number;
+  /** Attempts of a webhook delivery, and the first retry's wait (doubling after each). */
+  webhookMaxAttempts: number;
+  webhookRetryBaseMs: number;
+  webhookTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -96,6 +102,13 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     pgSearchPath: env.SPANBASE_PG_SCHEMA || null,
     bodyLimitBytes: intVar(env, 'SPANBASE_BODY_LIMIT_BYTES', 32 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    datasetMaxBytes: intVar(
+      env,
+      'SPANBASE_DATASET_MAX_BYTES',
+      1024 * 1024 * 1024,
+      1,
+      64 * 1024 * 1024 * 1024,
+    ),
     tokenTtlSeconds: intVar(env, 'SPANBASE_TOKEN_TTL_SECONDS', 24 * 3600, 60, 365 * 24 * 3600),
     consoleSessionTtlSeconds: intVar(
       env,
@@ -130,6 +143,9 @@ export function loadConfig(env: Env = process.env): Config {
     jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),
     jobPollMs: intVar(env, 'SPANBASE_JOB_POLL_MS', 1000, 5, 600_000),
     jobRetryBaseMs: intVar(env, 'SPANBASE_JOB_RETRY_BASE_MS', 30_000, 1, 3_600_000),
+    webhookMaxAttempts: intVar(env, 'SPANBASE_WEBHOOK_MAX_ATTEMPTS', 6, 1, 50),
+    webhookRetryBaseMs: intVar(env, 'SPANBASE_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3_600_000),
+    webhookTimeoutMs: intVar(env, 'SPANBASE_WEBHOOK_TIMEOUT_MS', 10_000, 100, 300_000),
   };
 }
 

@@ -64,3 +64,103 @@ export interface SignalsUpdate {
   user_preferences?: { focus_on?: string; dont_focus_on?: string };
   notification_severities?: string[];
 }
+
+// --- runs and signals (Spanbase extension, shaped after the hosted experimental logstream_insights) ---
+
+export const SIGNAL_STATUSES = ['open', 'resolved', 'dismissed'] as const;
+
+export const SignalRunParams = Type.Object({ project_id: Uuid, run_id: Uuid, signal_run_id: Uuid });
+export const SignalParams = Type.Object({ project_id: Uuid, run_id: Uuid, signal_id: Uuid });
+
+export const SignalRun = Type.Object(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    run_id: Uuid,
+    trigger: Type.String({ description: '`scheduled` (one per cron slot) or `on_demand`' }),
+    slot_time: Nullable(DateTime),
+    status: Type.String({
+      description: 'queued | running | succeeded | partial (the model step failed) | failed',
+    }),
+    window_start: DateTime,
+    window_end: DateTime,
+    model: Nullable(Type.String()),
+    integration_id: Nullable(Type.String()),
+    records_read: Type.Integer({ description: 'Records in the window' }),
+    records_sampled: Type.Integer({ description: 'Records sent to the model' }),
+    tokens_in: Type.Integer(),
+    tokens_out: Type.Integer(),
+    cost: Nullable(Type.Number({ description: 'Dollars spent on the model step (null: none, or no price)' })),
+    signals_found: Type.Integer(),
+    skipped_reason: Nullable(Type.String({ description: 'Why the model step did not run' })),
+    error: Nullable(Type.String()),
+    created_by: Nullable(Type.String()),
+    created_at: DateTime,
+    started_at: Nullable(DateTime),
+    finished_at: Nullable(DateTime),
+  },
+  { title: 'SignalRun' },
+);
+
+export const SignalRunEnvelope = Type.Object({ data: SignalRun });
+export const SignalRunList = Type.Object({
+  runs: Type.Array(SignalRun),
+  next_starting_token: Nullable(Type.Integer()),
+});
+export const SignalRunsQuery = Type.Object({
+  starting_token: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+});
+
+export const Signal = Type.Object(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    run_id: Uuid,
+    source: Type.String({ description: '`model`, or a model-free finding: `errors`, `latency`, `cost`' }),
+    title: Type.String(),
+    observation: Type.String(),
+    details: Type.String(),
+    suggested_action: Type.String(),
+    severity: enumOf(SEVERITIES),
+    priority_category: Type.String({ description: 'As hosted: error | warning | info' }),
+    status: enumOf(SIGNAL_STATUSES),
+    occurrence_count: Type.Integer(),
+    runs_seen: Type.Integer(),
+    first_seen: DateTime,
+    last_seen: DateTime,
+    first_signal_run_id: Uuid,
+    last_signal_run_id: Uuid,
+    all_occurrences: Type.Array(
+      Type.Object({
+        record_id: Type.String(),
+        record_type: Type.String(),
+        session_id: Nullable(Type.String()),
+        trace_id: Nullable(Type.String()),
+        span_id: Nullable(Type.String()),
+        created_at: DateTime,
+      }),
+    ),
+    example_occurrences: Type.Array(
+      Type.Object({
+        record_id: Type.String(),
+        trace_id: Nullable(Type.String()),
+        example_narrative: Type.String(),
+      }),
+    ),
+  },
+  { title: 'Signal' },
+);
+
+export const SignalList = Type.Object({
+  signals: Type.Array(Signal),
+  next_starting_token: Nullable(Type.Integer()),
+});
+export const SignalsQuery = Type.Object({
+  severity: Type.Optional(Type.Array(enumOf(SEVERITIES), { maxItems: 4 })),
+  status: Type.Optional(Type.Array(enumOf(SIGNAL_STATUSES), { maxItems: 3 })),
+  signal_run_id: Type.Optional(Uuid),
+  starting_token: Type.Integer({ minimum: 0, default: 0 }),
+  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+});
+export const UpdateSignal = Type.Object({ status: enumOf(SIGNAL_STATUSES) });

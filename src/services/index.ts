@@ -1,8 +1,13 @@
 import type { Config } from '../config.ts';
+import { type Clock, systemClock } from '../domain/clock.ts';
+import { AlertsRepo } from '../store/alerts.ts';
+import { SignalRunsRepo } from '../store/signal-runs.ts';
+import { WebhooksRepo } from '../store/webhooks.ts';
 import { AnnotationQueuesRepo } from '../store/annotation-queues.ts';
 import { AnnotationsRepo } from '../store/annotations.ts';
 import { ConsoleSessionsRepo } from '../store/console-sessions.ts';
 import { DashboardsRepo } from '../store/dashboards.ts';
+import { DatasetsRepo } from '../store/datasets.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { leasesOf } from '../store/leases.ts';
@@ -29,6 +34,7 @@ import { ConsoleSessionsService } from './console-sessions.ts';
 import { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns } from './dashboard-columns.ts';
 import { DashboardsService } from './dashboards.ts';
+import { DatasetsService } from './datasets.ts';
 import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
@@ -49,6 +55,9 @@ import { SignalsService } from './signals.ts';
 import { UsersService } from './users.ts';
 import { WidgetDataService } from './widget-data.ts';
 import { PromptTemplatesService } from './prompt-templates.ts';
+import { ALERTS_JOB, AlertsService } from './alerts.ts';
+import { DELIVERY_JOB, NotificationsService } from './notifications.ts';
+import { SIGNALS_JOB, SignalRunsService } from './signal-runs.ts';
 
 /** Every service, wired to one store. Routes reach the database only through these. */
 export interface Services {
@@ -80,9 +89,19 @@ export interface Services {
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
+  datasets: DatasetsService;
+  clock: Clock;
+  notifications: NotificationsService;
+  signalRuns: SignalRunsService;
+  alerts: AlertsService;
 }
 
-export function createServices(store: Store, config: Config, keyring = Keyring.load(config)): Services {
+export function createServices(
+  store: Store,
+  config: Config,
+  keyring = Keyring.load(config),
+  clock: Clock = systemClock,
+): Services {
   const usersRepo = new UsersRepo(store.db);
   const auth = new AuthService(usersRepo, config, keyring);
   const users = new UsersService(usersRepo, auth, config);
@@ -108,6 +127,9 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
   );
   const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
     RETENTION_JOB,
+    SIGNALS_JOB,
+    ALERTS_JOB,
+    DELIVERY_JOB,
     ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB, TABLE_STATS_JOB] : []),
   ]);
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
@@ -165,7 +187,43 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
     usersRepo,
     keyring,
   );
-  const signals = new SignalsService(new SignalsRepo(store.db), runs, projects, integrations);
+  const signalsRepo = new SignalsRepo(store.db);
+  const signals = new SignalsService(signalsRepo, runs, projects, integrations);
+  const notifications = new NotificationsService(
+    new WebhooksRepo(store.db),
+    projects,
+    keyring,
+    clock,
+    leasesOf(store.db),
+    {
+      allowPrivate: config.allowPrivateProviders,
+      maxAttempts: config.webhookMaxAttempts,
+      retryBaseMs: config.webhookRetryBaseMs,
+      timeoutMs: config.webhookTimeoutMs,
+      tickMs: 5000,
+    },
+  );
+  // Model calls reach Signals through the model-call module (services/model-calls.ts) once it is
+  // wired here; until then runs make the model-free findings and say why the rest was skipped.
+  const signalRuns = new SignalRunsService(
+    new SignalRunsRepo(store.db, store.dialect),
+    signalsRepo,
+    runs,
+    projects,
+    notifications,
+    clock,
+    leasesOf(store.db),
+    null,
+  );
+  const alerts = new AlertsService(
+    new AlertsRepo(store.db),
+    dashboardAccess,
+    dashboardColumns,
+    read.widgetCells,
+    notifications,
+    clock,
+    leasesOf(store.db),
+  );
   return {
     config,
     store,
@@ -199,5 +257,10 @@ export function createServices(store: Store, config: Config, keyring = Keyring.l
       usersRepo,
       null,
     ),
+    datasets: new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo),
+    clock,
+    notifications,
+    signalRuns,
+    alerts,
   };
 }

@@ -11,6 +11,7 @@ import { type ErrorItem, ValidationError } from '../domain/errors.ts';
 import { NEEDS, assemble } from '../domain/widget-series.ts';
 import { parseJson } from '../store/db.ts';
 import type { DashboardsRepo } from '../store/dashboards.ts';
+import type { ColumnDef } from '../query/columns.ts';
 import type { MetricSpec, WidgetCellsStore } from '../store/widget-cells.ts';
 import type { Caller } from './auth.ts';
 import type { DashboardAccess } from './dashboard-access.ts';
@@ -92,10 +93,7 @@ export class WidgetDataService {
       const column = staticColumn(w.metric, ctx);
       const agg = w.aggregation as Aggregation;
       if (!column || DashboardColumns.metricProblem(column, agg)) continue;
-      const needs = aggregationNeeds(agg);
-      // Count counts records that have the value; of a metadata key, a value of any JSON type.
-      const kind =
-        needs === 'boolean' ? 'boolean' : needs === 'any' && column.source.kind === 'json' ? 'any' : 'number';
+      const kind = specKind(column, agg);
       const key = `${kind}|${column.id}`;
       let spec = specs.get(key);
       if (!spec) {
@@ -109,12 +107,8 @@ export class WidgetDataService {
         };
         specs.set(key, spec);
       }
-      const need = NEEDS[agg];
-      if (typeof need === 'number') {
-        spec.percentiles.add(need);
-        // A chart shows the buckets; a number or a table shows the value over the whole range.
-        if (w.type === 'number' || w.type === 'table') spec.totalPercentiles.add(need);
-      } else if (need) spec.needs.add(need);
+      // A chart shows the buckets; a number or a table shows the value over the whole range.
+      addNeed(spec, agg, w.type === 'number' || w.type === 'table');
       specOf.set(w.id, spec);
     }
 
@@ -148,4 +142,24 @@ export class WidgetDataService {
       percentileTotals: result.percentileTotals,
     });
   }
+}
+
+/** How a metric column is read for an aggregation: Count counts records that have the value (of a
+ * metadata key, a value of any JSON type). */
+export function specKind(column: ColumnDef, agg: Aggregation): MetricSpec['kind'] {
+  const needs = aggregationNeeds(agg);
+  return needs === 'boolean'
+    ? 'boolean'
+    : needs === 'any' && column.source.kind === 'json'
+      ? 'any'
+      : 'number';
+}
+
+/** Asks a spec for what `agg` needs; `total`: also its percentile over the whole range. */
+export function addNeed(spec: MetricSpec, agg: Aggregation, total: boolean): void {
+  const need = NEEDS[agg];
+  if (typeof need === 'number') {
+    spec.percentiles.add(need);
+    if (total) spec.totalPercentiles.add(need);
+  } else if (need) spec.needs.add(need);
 }

@@ -497,6 +497,16 @@ export interface DB {
   scorer_versions: ScorerVersionsTable;
   run_scorer_settings: RunScorerSettingsTable;
   score_results: ScoreResultsTable;
+  datasets: DatasetsTable;
+  dataset_versions: DatasetVersionsTable;
+  dataset_projects: DatasetProjectsTable;
+  dataset_rows: DatasetRowsTable;
+  signal_runs: SignalRunsTable;
+  signals: SignalsTable;
+  alert_rules: AlertRulesTable;
+  alert_events: AlertEventsTable;
+  webhooks: WebhooksTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }
 
 /** A prompt template: of a project (`project_id`), or global and shared with projects. */
@@ -538,4 +548,179 @@ export interface PromptTemplateVersionsTable {
   created_by: string | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A dataset (migration 021); `state` is 'importing' while an upload streams in. */
+export interface DatasetsTable {
+  id: string;
+  name: string;
+  state: string;
+  draft: number;
+  hidden: number;
+  current_version: number;
+  num_rows: number;
+  /** JSON list of strings. */
+  column_names: string;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface DatasetVersionsTable {
+  dataset_id: string;
+  version_index: number;
+  name: string | null;
+  num_rows: number;
+  /** JSON list of strings. */
+  column_names: string;
+  rows_added: number;
+  rows_removed: number;
+  rows_edited: number;
+  columns_added: number;
+  created_by: string | null;
+  created_at: number;
+}
+
+export interface DatasetProjectsTable {
+  dataset_id: string;
+  project_id: string;
+  created_at: number;
+}
+
+/** One state of a dataset row, valid in versions valid_from <= v < valid_to. */
+export interface DatasetRowsTable {
+  dataset_id: string;
+  row_id: string;
+  position: number;
+  valid_from: number;
+  valid_to: number;
+  /** JSON object: column name -> value. */
+  data: string;
+  created_in_version: number;
+  created_by: string | null;
+  created_at: number;
+  updated_by: string | null;
+  updated_at: number;
+}
+
+/** One Signals run of a log stream: scheduled (one per cron slot) or on demand. */
+export interface SignalRunsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  /** 'scheduled' | 'on_demand' */
+  trigger: string;
+  /** Epoch microseconds of the cron slot (null on demand); UNIQUE with run_id. */
+  slot_time: number | null;
+  /** queued | running | succeeded | partial | failed */
+  status: string;
+  window_start: number;
+  window_end: number;
+  model: string | null;
+  integration_id: string | null;
+  records_read: number;
+  records_sampled: number;
+  tokens_in: number;
+  tokens_out: number;
+  cost: number | null;
+  signals_found: number;
+  /** Why the model step did not run (no integration, ...), when it did not. */
+  skipped_reason: string | null;
+  error: string | null;
+  created_by: string | null;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** A problem Signals found in a log stream, merged across the runs that saw it again. */
+export interface SignalsTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  first_signal_run_id: string;
+  last_signal_run_id: string;
+  fingerprint: string;
+  /** 'model' | 'errors' | 'latency' | 'cost' */
+  source: string;
+  title: string;
+  observation: string;
+  details: string;
+  suggested_action: string;
+  severity: string;
+  /** JSON list of {record_id, trace_id, session_id, type, created_at}. */
+  occurrences: string;
+  /** JSON list of {record_id, narrative}. */
+  examples: string;
+  occurrence_count: number;
+  runs_seen: number;
+  /** open | resolved | dismissed */
+  status: string;
+  first_seen: number;
+  last_seen: number;
+  updated_at: number;
+}
+
+/** A threshold on a metric of a log stream, evaluated every minute. */
+export interface AlertRulesTable {
+  id: string;
+  project_id: string;
+  run_id: string;
+  name: string;
+  metric: string;
+  aggregation: string;
+  filter_tree: string | null;
+  window_minutes: number;
+  comparison: string;
+  threshold: number;
+  enabled: number;
+  /** ok | firing */
+  state: string;
+  last_value: number | null;
+  last_evaluated_at: number | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface AlertEventsTable {
+  id: string;
+  rule_id: string;
+  project_id: string;
+  /** fired | recovered */
+  kind: string;
+  value: number | null;
+  threshold: number;
+  at: number;
+}
+
+/** A project's notification address; the signing secret only ever stored sealed. */
+export interface WebhooksTable {
+  id: string;
+  project_id: string;
+  url: string;
+  /** json | slack */
+  format: string;
+  secret_ciphertext: string;
+  key_id: string;
+  enabled: number;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface WebhookDeliveriesTable {
+  id: string;
+  webhook_id: string;
+  project_id: string;
+  event: string;
+  body: string;
+  /** pending | delivered | failed */
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  response_status: number | null;
+  error: string | null;
+  created_at: number;
+  finished_at: number | null;
 }

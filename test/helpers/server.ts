@@ -4,6 +4,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import pg from 'pg';
 import { type Config, loadConfig } from '../../src/config.ts';
+import type { Clock } from '../../src/domain/clock.ts';
 import { type Running, startServices } from '../../src/server.ts';
 
 export type StoreKind = 'sqlite' | 'postgres';
@@ -63,6 +64,8 @@ export interface TestServerOptions {
   logLevel?: string;
   /** PostgreSQL database to work in (default SPANBASE_TEST_DATABASE_URL). */
   databaseUrl?: string;
+  /** The clock background jobs read (default the system's). */
+  clock?: Clock;
 }
 
 /** A server on a fresh store: a temporary SQLite directory, or a new PostgreSQL schema. */
@@ -95,6 +98,7 @@ export async function startTestServer(
     logs ? { ...config, logLevel } : config,
     logs
       ? {
+          clock: opts.clock,
           logger: {
             level: logLevel,
             stream: {
@@ -104,7 +108,7 @@ export async function startTestServer(
             },
           },
         }
-      : { logger: false },
+      : { logger: false, clock: opts.clock },
   );
   const adminKey = running.bootstrap!.apiKey;
   const app = running.app;

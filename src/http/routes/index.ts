@@ -19,6 +19,8 @@ import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
 import promptTemplateRoutes from './prompt-templates.ts';
+import datasetRoutes from './datasets.ts';
+import alertRoutes from './alerts.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -40,9 +42,11 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     otelRoutes,
     promptTemplateRoutes,
     compatRoutes,
+    datasetRoutes,
     docsRoutes,
     consoleRoutes,
     consolePages,
+    alertRoutes,
   ]) {
     await app.register(plugin);
   }

@@ -21,6 +21,8 @@ import * as pgRunTypeCreatedSlim from './019_pg_run_type_created_slim.ts';
 import * as modelCalls from './020_model_calls.ts';
 import * as promptTemplates from './022_prompt_templates.ts';
 import * as jobsScorers from './023_jobs_scorers.ts';
+import * as datasets from './021_datasets.ts';
+import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -46,4 +48,6 @@ export const migrations: Record<string, Migration> = {
   '020_model_calls': modelCalls,
   '022_prompt_templates': promptTemplates,
   '023_jobs_scorers': jobsScorers,
+  '021_datasets': datasets,
+  '028_signals_runs_alerts': signalsRunsAlerts,
 };
