@@ -224,6 +224,7 @@ export function createServices(
     clock,
     leasesOf(store.db),
   );
+  const datasets = new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo);
   return {
     config,
     store,
@@ -255,9 +256,9 @@ export function createServices(
       new PromptTemplatesRepo(store.db, store.dialect),
       projects,
       usersRepo,
-      null,
+      datasets,
     ),
-    datasets: new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo),
+    datasets,
     clock,
     notifications,
     signalRuns,
