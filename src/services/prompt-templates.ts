@@ -113,7 +113,7 @@ export class PromptTemplatesService {
     private readonly repo: PromptTemplatesRepo,
     private readonly projects: ProjectsService,
     private readonly users: UsersRepo,
-    private readonly datasets: DatasetRowSource | null,
+    private readonly datasets: DatasetRowSource,
   ) {}
 
   // ---- access ------------------------------------------------------------------------------------
@@ -424,8 +424,6 @@ export class PromptTemplatesService {
       inputs = all.slice(offset, offset + limit).map(variablesOfInput);
       next = offset + limit < all.length ? offset + limit : null;
     } else {
-      if (!this.datasets)
-        throw valueError(['body', 'data', 'dataset_id'], 'Datasets are not available in this build');
       const version = body.data.dataset_version_index;
       const page = await this.datasets.rows(caller, body.data.dataset_id, {
         offset,

@@ -369,5 +369,61 @@ for (const store of storesUnderTest()) {
       const noData = await s.call('POST', '/v2/render_template', { template: 'x', data: {} });
       assert.equal(noData.status, 422, noData.text);
     });
+
+    test("render_template for a dataset version's rows: the input's keys, nested values, warnings, pages, access", async () => {
+      const ds = await s.call(
+        'POST',
+        '/v2/datasets',
+        {
+          name: 'questions',
+          project_id: projectId,
+          rows: [
+            { input: { topic: 'tea', who: { name: 'Ada' } }, output: 'green' },
+            { input: '{"topic": "coffee"}', output: 'black' },
+          ],
+        },
+        editor.key,
+      );
+      assert.equal(ds.status, 200, ds.text);
+      const id = ds.body.id;
+      const etag = (await s.call('GET', `/v2/datasets/${id}/content`, undefined, editor.key)).headers.etag;
+      const edit = await s.call(
+        'PATCH',
+        `/v2/datasets/${id}/content`,
+        {
+          edits: [
+            { edit_type: 'append_row', values: { input: '{"topic": "cocoa", "who": {"name": "Alan"}}' } },
+          ],
+        },
+        { 'service-api-key': editor.key, 'if-match': etag },
+      );
+      assert.ok(edit.status < 300, edit.text);
+      const render = (data: unknown, query = '', key = viewer.key) =>
+        s.call(
+          'POST',
+          `/v2/render_template${query}`,
+          { template: '{{topic}} for {{who.name}} ({{output}})', data },
+          key,
+        );
+
+      const latest = await render({ dataset_id: id }, '?limit=2');
+      assert.equal(latest.status, 200, latest.text);
+      assert.deepEqual(latest.body.rendered_templates, [
+        { result: 'tea for Ada (green)', warning: null },
+        { result: 'coffee for  (black)', warning: "Variable 'who.name' has no value" },
+      ]);
+      assert.equal(latest.body.next_starting_token, 2);
+      const rest = await render({ dataset_id: id }, '?starting_token=2&limit=2');
+      assert.deepEqual(rest.body.rendered_templates, [
+        { result: 'cocoa for Alan ()', warning: "Variable 'output' has no value" },
+      ]);
+      assert.equal(rest.body.next_starting_token, null);
+      const first = await render({ dataset_id: id, dataset_version_index: 1 });
+      assert.equal(first.status, 200, first.text);
+      assert.equal(first.body.rendered_templates.length, 2, 'version 1 has the first two rows');
+
+      assert.equal((await render({ dataset_id: id }, '', stranger.key)).status, 404);
+      assert.equal((await render({ dataset_id: crypto.randomUUID() })).status, 404);
+    });
   });
 }

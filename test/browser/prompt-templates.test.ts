@@ -35,6 +35,12 @@ for (const store of storesUnderTest()) {
       const u = await s.user();
       await s.call('POST', `/v2/projects/${projectId}/collaborators`, { user_id: u.id, role: 'viewer' });
       viewer = u;
+      const ds = await s.call('POST', '/v2/datasets', {
+        name: 'questions',
+        project_id: projectId,
+        rows: [{ input: { question: 'Where is my order?' } }, { input: '{"question": "Can I pay later?"}' }],
+      });
+      assert.equal(ds.status, 200, ds.text);
     });
     after(async () => {
       await browser?.close();
@@ -100,8 +106,13 @@ for (const store of storesUnderTest()) {
         // The variables of the compared version render with a warning for the missing one.
         const preview = page.locator('form[aria-labelledby="preview"]');
         await preview.getByLabel('Variables (JSON)').fill('{"other": 1}');
-        await preview.getByRole('button', { name: 'Render' }).click();
+        await preview.getByRole('button', { name: 'Render', exact: true }).click();
         await preview.getByText("Variable 'question' has no value").waitFor();
+        // A dataset's rows fill the variables (the keys of each row's input).
+        await preview.getByLabel("Or a dataset's first rows").selectOption({ label: 'questions' });
+        await preview.getByRole('button', { name: 'Render rows' }).click();
+        await preview.getByText('Question: Where is my order?').waitFor();
+        await preview.getByText('Question: Can I pay later?').waitFor();
         await screenshot(page, `${store}-prompt-template-diff`);
 
         await page.getByRole('button', { name: 'Select v0' }).click();

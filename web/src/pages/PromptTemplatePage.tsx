@@ -128,26 +128,41 @@ function NewVersion({ base, from, created }: { base: string; from: TemplateVersi
   );
 }
 
-/** Renders a version for variables typed as JSON, with the server's warning per missing variable. */
+interface Rendered {
+  result: string;
+  warning: string | null;
+}
+
+/**
+ * Renders a version for variables typed as JSON, or for the first rows of a dataset (its rows'
+ * columns and input keys are the variables), with the server's warning per missing variable.
+ */
 function Preview({ version }: { version: TemplateVersion }) {
   const [vars, setVars] = useState('{}');
-  const [out, setOut] = useState<{ result: string; warning: string | null } | null>(null);
+  const [dataset, setDataset] = useState('');
+  const [out, setOut] = useState<Rendered[] | null>(null);
   const [error, setError] = useState<string | null>(null);
-  async function render(e: FormEvent) {
-    e.preventDefault();
+  const datasets = useApi('datasets', () =>
+    get<{ datasets: { id: string; name: string }[] }>('/v2/datasets?limit=100'),
+  );
+  async function render(data: unknown) {
     setError(null);
     try {
-      const r = await post<{ rendered_templates: { result: string; warning: string | null }[] }>(
-        '/v2/render_template',
-        { template: contentText(version.template), data: { input_strings: [vars] } },
-      );
-      setOut(r.rendered_templates[0] ?? null);
+      const r = await post<{ rendered_templates: Rendered[] }>('/v2/render_template?limit=5', {
+        template: contentText(version.template),
+        data,
+      });
+      setOut(r.rendered_templates);
     } catch (err) {
       setError((err as Error).message);
     }
   }
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    void render({ input_strings: [vars] });
+  };
   return (
-    <form className="panel prompt-form" onSubmit={render} aria-labelledby="preview">
+    <form className="panel prompt-form" onSubmit={submit} aria-labelledby="preview">
       <h2 id="preview">Try v{version.version}</h2>
       <label className="field">
         <span>Variables (JSON)</span>
@@ -158,17 +173,41 @@ function Preview({ version }: { version: TemplateVersion }) {
           Render
         </button>
       </div>
+      {(datasets.data?.datasets.length ?? 0) > 0 && (
+        <div className="dataset-pick">
+          <label className="field">
+            <span>Or a dataset's first rows</span>
+            <select value={dataset} onChange={(e) => setDataset(e.target.value)}>
+              <option value="">Choose a dataset</option>
+              {datasets.data?.datasets.map((d) => (
+                <option key={d.id} value={d.id}>
+                  {d.name}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button
+            type="button"
+            className="button"
+            disabled={!dataset}
+            onClick={() => void render({ dataset_id: dataset })}
+          >
+            Render rows
+          </button>
+        </div>
+      )}
       {error && (
         <p className="form-error" role="alert">
           {error}
         </p>
       )}
-      {out && (
-        <>
-          <pre className="rendered">{out.result}</pre>
-          {out.warning && <p className="field-problem">{out.warning}</p>}
-        </>
-      )}
+      {out?.map((o, i) => (
+        // biome-ignore lint/suspicious/noArrayIndexKey: one answer's results, in row order
+        <div key={i}>
+          <pre className="rendered">{o.result}</pre>
+          {o.warning && <p className="field-problem">{o.warning}</p>}
+        </div>
+      ))}
     </form>
   );
 }
