@@ -85,10 +85,40 @@ for (const store of storesUnderTest()) {
       assert.ok(!r.text.includes(s.adminKey), 'the key is not echoed');
     });
 
-    test('a wrong key keeps the short answer', async () => {
-      const r = await s.call('GET', '/v2/current_user', undefined, 'not-a-key');
+    test('a wrong key: 401 naming the key headers and where a bearer token comes from', async () => {
+      for (const key of ['not-a-key', 'sb_wrongwrongwrong']) {
+        const r = await s.call('GET', '/v2/current_user', undefined, key);
+        assert.equal(r.status, 401);
+        assert.match(r.body.detail, /not known/);
+        assert.match(r.body.detail, /Service-API-Key/);
+        assert.match(r.body.detail, /POST \/v2\/login\/api_key/);
+      }
+    });
+
+    test('an API key sent as Authorization: Bearer: 401 saying where a key goes', async () => {
+      const r = await s.call('GET', '/v2/current_user', undefined, { authorization: `Bearer ${s.adminKey}` });
       assert.equal(r.status, 401);
-      assert.equal(r.body.detail, 'Could not validate credentials');
+      assert.match(r.body.detail, /^An API key is not a bearer token: send it in the Service-API-Key/);
+      assert.match(r.body.detail, /POST \/v2\/login\/api_key/);
+      assert.ok(!r.text.includes(s.adminKey), 'the key is not echoed');
+      const token = await s.call('GET', '/v2/current_user', undefined, { authorization: 'Bearer not.a.jwt' });
+      assert.match(token.body.detail, /bearer token is invalid or has expired/);
+      assert.match(token.body.detail, /POST \/v2\/login\/api_key/);
+    });
+
+    test('a revoked or expired key says so', async () => {
+      const revoked = await s.call('POST', '/v2/users/api_keys', { description: 'gone' });
+      await s.call('DELETE', `/v2/users/api_keys/${revoked.body.id}`);
+      const r = await s.call('GET', '/v2/current_user', undefined, revoked.body.api_key);
+      assert.equal(r.status, 401);
+      assert.match(r.body.detail, /^This API key was revoked at \d{4}-/);
+      const expired = await s.call('POST', '/v2/users/api_keys', { expires_at: '2001-01-01T00:00:00Z' });
+      const e = await s.call('GET', '/v2/current_user', undefined, expired.body.api_key);
+      assert.equal(e.status, 401);
+      assert.match(e.body.detail, /^This API key expired at 2001-01-01T00:00:00/);
+      const login = await s.call('POST', '/v2/login/api_key', { api_key: expired.body.api_key }, null);
+      assert.equal(login.status, 401);
+      assert.match(login.body.detail, /expired/);
     });
   });
 }
