@@ -120,5 +120,21 @@ for (const store of storesUnderTest()) {
       assert.equal(login.status, 401);
       assert.match(login.body.detail, /expired/);
     });
+
+    test('a path that exists with other methods: 405 with Allow, not 404', async () => {
+      const otlp = await s.call('GET', '/otel/v1/traces');
+      assert.equal(otlp.status, 405);
+      assert.equal(otlp.headers.allow, 'POST');
+      assert.match(otlp.body.detail, /^Method GET is not allowed here; this path takes POST/);
+      const me = await s.call('DELETE', '/v2/current_user/');
+      assert.equal(me.status, 405, 'a trailing slash is the same path, as for the router');
+      assert.equal(me.headers.allow, 'GET, HEAD');
+      const project = await s.call('PUT', '/v2/projects/00000000-0000-4000-8000-000000000000?x=1');
+      assert.equal(project.status, 405);
+      assert.match(String(project.headers.allow), /DELETE/);
+      const none = await s.call('GET', '/v2/no-such-route');
+      assert.equal(none.status, 404);
+      assert.equal(none.headers.allow, undefined);
+    });
   });
 }
