@@ -234,7 +234,7 @@ export function decodeJson(value: unknown): OtelSpan[] {
     throw new OtlpDecodeError(`The body is not an OTLP/JSON trace export: ${(err as Error).message}`);
   }
   const spans = walk(message);
-  spans.forEach((span, i) => Object.assign(span, sentIds[i]));
+  for (const [i, span] of spans.entries()) Object.assign(span, sentIds[i]);
   return spans;
 }
 
