@@ -18,6 +18,7 @@ import * as pageSize16k from './016_page_size_16k.ts';
 import * as pgTextGinDirect from './017_pg_text_gin_direct.ts';
 import * as pgTextGinBulk from './018_pg_text_gin_bulk.ts';
 import * as pgRunTypeCreatedSlim from './019_pg_run_type_created_slim.ts';
+import * as queueNames from './024_queue_names.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +41,5 @@ export const migrations: Record<string, Migration> = {
   '017_pg_text_gin_direct': pgTextGinDirect,
   '018_pg_text_gin_bulk': pgTextGinBulk,
   '019_pg_run_type_created_slim': pgRunTypeCreatedSlim,
+  '024_queue_names': queueNames,
 };
