@@ -136,5 +136,22 @@ for (const store of storesUnderTest()) {
       assert.equal(none.status, 404);
       assert.equal(none.headers.allow, undefined);
     });
+
+    test('counts read as words: Deleted 1 trace, not 1 traces', async () => {
+      const P = (await s.call('POST', '/v2/projects', { name: `plural-${Date.now()}` })).body.id;
+      const LS = (await s.call('POST', `/v2/projects/${P}/log_streams`, { name: 'ls' })).body.id;
+      const id = crypto.randomUUID();
+      const sent = await s.call('POST', `/v2/projects/${P}/traces`, {
+        log_stream_id: LS,
+        traces: [{ id, name: 't', spans: [{ type: 'llm', name: 'l', input: 'q', output: 'a' }] }],
+      });
+      assert.equal(sent.status, 200, sent.text);
+      const del = await s.call('POST', `/v2/projects/${P}/traces/delete`, {
+        log_stream_id: LS,
+        filters: [{ column_id: 'id', operator: 'eq', value: id }],
+      });
+      assert.equal(del.status, 200, del.text);
+      assert.equal(del.body.message, 'Deleted 1 trace (2 records with those below them)');
+    });
   });
 }
