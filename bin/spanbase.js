@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx, so the package needs no build step.
-import { register } from 'tsx/esm/api';
+// Runs the compiled CLI (dist/cli.js), building it first when a source changed since the last build
+// (scripts/build.js; npm install builds it too).
+import { ensureServerBuilt } from '../scripts/build.js';
 
-register();
-await import('../src/cli.ts');
+await ensureServerBuilt();
+await import('../dist/cli.js');

@@ -6,6 +6,7 @@
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.ts';
 import { HttpError, ValidationError } from './domain/errors.ts';
+import { counted } from './domain/plural.ts';
 import type { Services } from './services/index.ts';
 
 // The server, the store and the validator load only for the command that needs them: usage and
@@ -144,7 +145,7 @@ const COMMANDS: Command[] = [
         await migrate(store);
         const out = await rotateSecretKey(config, store, v['new-key'] as string | undefined);
         note(
-          `re-sealed ${out.resealed} provider token(s)` +
+          `re-sealed ${counted(out.resealed, 'provider token')}` +
             (out.already ? ` (${out.already} already under the new key)` : ''),
         );
         if (out.keyFile) {
@@ -217,29 +218,42 @@ const COMMANDS: Command[] = [
         output,
       });
       if (file) await new Promise<void>((r) => output.end(() => r()));
-      note(`exported ${roots} ${rootType}s`);
+      note(`exported ${counted(roots, rootType)}`);
     },
   },
   {
     name: 'import',
     summary: 'load JSON lines of sessions or traces into a log stream',
-    synopsis: 'FILE --project P --log-stream L [--email EMAIL]',
+    synopsis: 'FILE --project P --log-stream L [--new-ids] [--email EMAIL]',
     details:
       'Loads an export of sessions or traces (or any JSON lines of traces as POST .../traces takes\n' +
       'them) through ingestion, in batches of about 2,000 records, 4 under way at once. The project\n' +
-      'and log stream (names or ids) are created when missing. FILE - reads standard input. A\n' +
-      'progress bar shows on standard error when it is a terminal.',
+      'and log stream (names or ids) are created when missing, and deleted again if the import fails.\n' +
+      'Records keep their ids, so loading a file again updates what it loaded before; --new-ids gives\n' +
+      'every record a new id (links kept), to load a copy beside the records it was exported from\n' +
+      '(another project or log stream of the same store). FILE - reads standard input. A progress\n' +
+      'bar shows on standard error when it is a terminal.',
     example: 'spanbase import prod.jsonl --project my-app --log-stream prod',
     argument: 'FILE',
-    options: { project: { type: 'string' }, 'log-stream': { type: 'string' }, email: { type: 'string' } },
+    options: {
+      project: { type: 'string' },
+      'log-stream': { type: 'string' },
+      'new-ids': { type: 'boolean' },
+      email: { type: 'string' },
+    },
     async run(v) {
       const { importRecords } = await import('./cli/records-io.ts');
       const out = await importRecords(loadConfig(), required(v, 'argument', this), {
         project: required(v, 'project', this),
         logStream: required(v, 'log-stream', this),
+        newIds: v['new-ids'] === true,
         email: v.email as string | undefined,
       });
-      note(`imported ${out.records} records from ${out.lines} lines`);
+      const stored = out.records - out.added;
+      note(
+        `added ${counted(out.added, 'record')} from ${counted(out.lines, 'line')}` +
+          (stored > 0 ? ` (${counted(stored, 'record')} already stored, updated)` : ''),
+      );
     },
   },
   {
@@ -447,12 +461,7 @@ function findCommand(args: string[]): { command: Command; rest: string[] } | nul
 
 async function main(args: string[]): Promise<void> {
   const [first] = args;
-  if (first === undefined) {
-    process.stderr.write(usage());
-    process.exitCode = 2;
-    return;
-  }
-  if (first === 'help' || first === '-h' || first === '--help') {
+  if (first === undefined || first === 'help' || first === '-h' || first === '--help') {
     const found = findCommand(args.slice(1));
     process.stdout.write(found ? commandHelp(found.command) : usage());
     return;

@@ -3,19 +3,20 @@
  * the server sends them compressed without compressing on every request.
  *
  *   tsx web/build.ts             build now (npm install runs this: postinstall)
- *   tsx web/build.ts --if-stale  build only when a source changed since the last build (npm start)
+ *   tsx web/build.ts --if-stale  build only when a source changed since the last build
  *
  * "Changed" is judged by content: the build records a hash of every source file it read (the console's
- * own modules and anything it imports from src/), of its config and of package-lock.json.
+ * own modules and anything it imports from src/), of its config and of package-lock.json (the stamp
+ * and the lock are scripts/stamp.js, shared with the server's build; `npm start` checks this stamp
+ * through scripts/build.js).
  */
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import zlib from 'node:zlib';
+import { ROOT, isStale as stampIsStale, withLock, writeStamp } from '../scripts/stamp.js';
 
 const WEB = import.meta.dirname;
-const ROOT = path.dirname(WEB);
 const DIST = path.join(WEB, 'dist');
 const STAMP = path.join(DIST, '.sources.json');
 const ALWAYS = [
@@ -24,29 +25,9 @@ const ALWAYS = [
   path.join(ROOT, 'package-lock.json'),
 ];
 
-interface Stamp {
-  files: string[];
-  hash: string;
-}
-
-function hashOf(files: string[]): string {
-  const h = crypto.createHash('sha256');
-  for (const f of files) {
-    h.update(path.relative(ROOT, f));
-    h.update(fs.existsSync(f) ? fs.readFileSync(f) : '<missing>');
-  }
-  return h.digest('hex');
-}
-
 /** True when web/dist is missing or any file it was built from has changed. */
 export function isStale(): boolean {
-  if (!fs.existsSync(path.join(DIST, 'index.html'))) return true;
-  try {
-    const stamp = JSON.parse(fs.readFileSync(STAMP, 'utf8')) as Stamp;
-    return hashOf(stamp.files.map((f) => path.join(ROOT, f))) !== stamp.hash;
-  } catch {
-    return true;
-  }
+  return !fs.existsSync(path.join(DIST, 'index.html')) || stampIsStale(STAMP);
 }
 
 const gzip = promisify(zlib.gzip);
@@ -80,9 +61,7 @@ export async function buildConsole(): Promise<void> {
       await brotli(body, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }),
     );
   }
-  const files = [...new Set([...ALWAYS, ...read])].sort();
-  const stamp: Stamp = { files: files.map((f) => path.relative(ROOT, f)), hash: hashOf(files) };
-  fs.writeFileSync(STAMP, JSON.stringify(stamp, null, 1));
+  writeStamp(STAMP, [...new Set([...ALWAYS, ...read])].sort());
 }
 
 const LOCK = path.join(WEB, '.build.lock');
@@ -91,26 +70,12 @@ const LOCK = path.join(WEB, '.build.lock');
  * Builds when stale; for the server's start and the browser tests. Processes that ask at once (test
  * files run in parallel) take turns on a lock file, and the later ones find the build fresh.
  */
-export async function ensureConsoleBuilt(): Promise<boolean> {
-  for (;;) {
-    try {
-      fs.closeSync(fs.openSync(LOCK, 'wx'));
-      break;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      // A lock older than any build is left over from a killed process.
-      const since = fs.statSync(LOCK, { throwIfNoEntry: false })?.mtimeMs ?? Date.now();
-      if (Date.now() - since > 300_000) fs.rmSync(LOCK, { force: true });
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
-  try {
+export function ensureConsoleBuilt(): Promise<boolean> {
+  return withLock(LOCK, async () => {
     if (!isStale()) return false;
     await buildConsole();
     return true;
-  } finally {
-    fs.rmSync(LOCK, { force: true });
-  }
+  });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

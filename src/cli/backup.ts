@@ -7,8 +7,9 @@
  * server goes on serving reads and writes (a WAL reader blocks no writer). SQLite's step-wise online
  * backup would start over after each write of another connection, which under steady ingestion may
  * never finish. The copy's integrity is checked. The text index is not copied: it is derived, and a
- * restored store rebuilds it on start. The generated secret key (`<data dir>/secret.key`) is copied to
- * `FILE.key` (mode 0600): keep it apart from the database copy.
+ * restored store rebuilds it on start. The copy is readable by its owner only (0600). The generated
+ * secret key (`<data dir>/secret.key`) is copied to `FILE.key` (mode 0600): keep it apart from the
+ * database copy.
  *
  * Restore: checks the copy's integrity, refuses while a server runs on the data directory (its pid
  * file names a live process), and refuses to replace an existing database without `force`. The old
@@ -57,11 +58,22 @@ export function backup(config: Config, file: string): BackupResult {
   const source = path.join(config.dataDir, DB_FILE);
   if (!fs.existsSync(source)) throw new Error(`no database at ${source}`);
   const target = path.resolve(file);
-  if (fs.existsSync(target)) throw new Error(`${target} exists; give a new file name`);
+  // The copy holds everything the store holds: made empty, owner-only (0600, as the key file), then
+  // filled (VACUUM INTO writes into an empty file and keeps its mode).
+  try {
+    fs.closeSync(fs.openSync(target, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new Error(`${target} exists; give a new file name`);
+    throw err;
+  }
   const db = new SQLite(source, { fileMustExist: true });
   try {
     db.pragma('busy_timeout = 5000');
     db.prepare('vacuum into ?').run(target);
+  } catch (err) {
+    fs.rmSync(target, { force: true });
+    throw err;
   } finally {
     db.close();
   }

@@ -9,6 +9,7 @@
  * exported with root type session), a trace with its `spans` (root type trace, or any trace as the
  * ingestion API takes it). A trace's session is created when missing, so traces keep their grouping.
  */
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { SingleBar } from 'cli-progress';
@@ -60,21 +61,32 @@ export async function callerFor(s: Services, email: string | undefined): Promise
   };
 }
 
-/** The project and log stream named (names or ids); `create` makes missing ones. */
+/**
+ * The project and log stream named (names or ids); `create` makes missing ones, and `undo` deletes
+ * what it made (with whatever was written into it since).
+ */
 async function locate(s: Services, caller: Caller, t: Target, create: boolean) {
   const projects = await s.projects.list(caller, {});
   let project = projects.find((p) => p.id === t.project || p.name === t.project);
+  let undo = async () => {};
   if (!project) {
     if (!create) throw new Error(`no project ${t.project}`);
     project = await s.projects.create(caller, { name: t.project });
+    const id = project.id;
+    undo = () => s.projects.delete(caller, id);
   }
   const streams = await s.runs.list(caller, project.id, 'log_stream');
   let stream = streams.find((r) => r.id === t.logStream || r.name === t.logStream);
   if (!stream) {
     if (!create) throw new Error(`no log stream ${t.logStream} in project ${project.name}`);
     stream = await s.runs.create(caller, project.id, 'log_stream', t.logStream);
+    const [projectId, runId, undoProject] = [project.id, stream.id, undo];
+    undo = async () => {
+      await s.runs.delete(caller, projectId, runId);
+      await undoProject();
+    };
   }
-  return { projectId: project.id, logStreamId: stream.id };
+  return { projectId: project.id, logStreamId: stream.id, undo };
 }
 
 export interface ExportArgs extends Target {
@@ -157,19 +169,57 @@ export function importLine(line: Obj, n: number): { sessions: Obj[]; traces: Obj
   throw new Error(`line ${n}: a ${line.type} record cannot be imported alone (export traces or sessions)`);
 }
 
+/** Fields that hold a record id, in a line and in the records nested in it. */
+const ID_FIELDS = ['id', 'session_id', 'trace_id', 'parent_id', 'previous_session_id'];
+
+/**
+ * `--new-ids`: every id of the file replaced by one derived from it and a key of this import, so the
+ * records keep their links (a span's trace and parent, a trace's session) without a table of them,
+ * and the copy never meets the records it was exported from.
+ */
+export function idRenamer(): (line: Obj) => Obj {
+  const key = crypto.randomBytes(16);
+  const rename = (id: string) => {
+    const h = crypto.createHmac('sha256', key).update(id).digest('hex');
+    // A version 4, variant 1 UUID, as newId() makes.
+    return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((Number.parseInt(h[16], 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  };
+  const walk = (r: Obj): Obj => {
+    const out: Obj = { ...r };
+    for (const f of ID_FIELDS) if (typeof out[f] === 'string') out[f] = rename(out[f]);
+    for (const nested of ['traces', 'spans'])
+      if (Array.isArray(out[nested])) out[nested] = out[nested].map((c: Obj) => walk(c));
+    return out;
+  };
+  return walk;
+}
+
+export interface ImportTarget extends Target {
+  newIds?: boolean;
+}
+
+/**
+ * Loads a file of JSON lines. On failure nothing of it stays when the import made the project or
+ * log stream (they are deleted again); in a log stream that was there, the batches written before the
+ * failure stay, and the error says how many records they added.
+ */
+/** `added`: records the import created; `records`: records it sent (the rest were stored already). */
 export async function importRecords(
   config: Config,
   file: string,
-  t: Target,
-): Promise<{ records: number; lines: number }> {
+  t: ImportTarget,
+): Promise<{ added: number; records: number; lines: number }> {
   return withServices(config, async (s) => {
     const caller = await callerFor(s, t.email);
-    const { projectId, logStreamId } = await locate(s, caller, t, true);
+    // A file that cannot be read is found out before anything is created.
     const size = file === '-' ? 0 : fs.statSync(file).size;
+    const { projectId, logStreamId, undo } = await locate(s, caller, t, true);
+    const renamed = t.newIds ? idRenamer() : (line: Obj) => line;
     const input = file === '-' ? process.stdin : fs.createReadStream(file);
     const bar = progress(size, 'bytes');
     const inFlight = new Set<Promise<void>>();
     let failure: unknown = null;
+    let added = 0;
     let records = 0;
     let lines = 0;
     let batch = { sessions: new Map<string, Obj>(), traces: [] as Obj[], records: 0, bytes: 0 };
@@ -181,8 +231,9 @@ export async function importRecords(
           traces: b.traces,
         })
         .then(
-          () => {
-            records += b.records;
+          (answer) => {
+            added += answer.records_added;
+            records += answer.records_count;
             bar.tick(b.bytes);
           },
           (err) => {
@@ -201,9 +252,16 @@ export async function importRecords(
         try {
           parsed = JSON.parse(text);
         } catch {
-          throw new Error(`line ${lines}: not JSON`);
+          failure = new Error(`line ${lines}: not JSON`);
+          break;
         }
-        const part = importLine(parsed, lines);
+        let part: ReturnType<typeof importLine>;
+        try {
+          part = importLine(renamed(parsed), lines);
+        } catch (err) {
+          failure = err;
+          break;
+        }
         for (const x of part.sessions) {
           // A session line's full entry wins over the bare one a trace line brings.
           if (!batch.sessions.has(x.id) || Object.keys(x).length > 1) batch.sessions.set(x.id, x);
@@ -217,17 +275,31 @@ export async function importRecords(
           while (inFlight.size >= IMPORT_IN_FLIGHT) await Promise.race(inFlight);
         }
       }
-      if (batch.traces.length || batch.sessions.size) send(batch);
+      if (!failure && (batch.traces.length || batch.sessions.size)) send(batch);
       await Promise.all(inFlight);
+    } catch (err) {
+      failure ??= err;
     } finally {
       bar.stop();
     }
     if (failure) {
-      const detail = (failure as { items?: unknown }).items;
-      throw new Error(
-        `import stopped: ${failure instanceof Error ? failure.message : String(failure)}${detail ? ` ${JSON.stringify(detail).slice(0, 500)}` : ''}`,
-      );
+      await Promise.all(inFlight);
+      await undo();
+      throw new Error(importFailure(failure, added, t));
     }
-    return { records, lines };
+    return { added, records, lines };
   });
+}
+
+/** Why an import stopped, with what to do about an id that is another record's. */
+function importFailure(failure: unknown, added: number, t: ImportTarget): string {
+  const items = (failure as { items?: { msg: string; input?: unknown }[] }).items;
+  const text = failure instanceof Error ? failure.message : String(failure);
+  let message = `import stopped: ${text}${items ? ` ${JSON.stringify(items).slice(0, 500)}` : ''}`;
+  if (!t.newIds && items?.some((i) => i.msg === 'This id is already used by another record'))
+    message +=
+      '\nThe file holds ids of records stored in another project or log stream (an export loaded ' +
+      'elsewhere): give --new-ids to import a copy under new ids.';
+  if (added > 0) message += `\nRecords the batches before it added stay in the log stream: ${added}.`;
+  return message;
 }

@@ -29,7 +29,10 @@ export interface OtelEvent {
   attributes: Attrs;
 }
 
-/** One span of an export, with its resource and scope. Ids are lowercase hex ('' when absent). */
+/**
+ * One span of an export, with its resource and scope. Ids are lowercase hex ('' when absent); an
+ * OTLP/JSON id that is not hex keeps the text the client sent, so its refusal names that id.
+ */
 export interface OtelSpan {
   traceId: string;
   spanId: string;
@@ -171,10 +174,21 @@ export function decodeProtobuf(body: Uint8Array): OtelSpan[] {
 
 const HEX = /^[0-9a-fA-F]*$/;
 
-/** OTLP/JSON writes trace and span ids as hex; protobufjs' fromObject reads bytes as base64. */
-function hexToBytes(o: any, key: string) {
+type IdKey = 'traceId' | 'spanId' | 'parentSpanId';
+
+/**
+ * OTLP/JSON writes trace and span ids as hex; protobufjs' fromObject would read any other string as
+ * base64 and so invent an id. Hex becomes bytes; other text is taken out (into `sent`) and put back
+ * on the decoded span.
+ */
+function hexToBytes(o: any, key: IdKey, sent?: Partial<Record<IdKey, string>>) {
   const v = o[key];
-  if (typeof v === 'string' && HEX.test(v) && v.length % 2 === 0) o[key] = Buffer.from(v, 'hex');
+  if (typeof v !== 'string') return;
+  if (HEX.test(v) && v.length % 2 === 0) o[key] = Buffer.from(v, 'hex');
+  else if (sent) {
+    sent[key] = cleanText(v);
+    o[key] = Buffer.alloc(0);
+  }
 }
 
 function list(v: unknown): any[] {
@@ -189,15 +203,20 @@ function isObject(v: unknown): v is Record<string, any> {
 export function decodeJson(value: unknown): OtelSpan[] {
   if (!isObject(value))
     throw new OtlpDecodeError('The body is not an OTLP/JSON trace export: expected an object');
+  // The ids each span sent that are not hex, in the order walk() meets the spans (fromObject
+  // refuses a body whose lists hold anything but objects, so the orders agree).
+  const sentIds: Partial<Record<IdKey, string>>[] = [];
   for (const rs of list(value.resourceSpans)) {
     if (!isObject(rs)) continue;
     for (const ss of list(rs.scopeSpans)) {
       if (!isObject(ss)) continue;
       for (const s of list(ss.spans)) {
         if (!isObject(s)) continue;
-        hexToBytes(s, 'traceId');
-        hexToBytes(s, 'spanId');
-        hexToBytes(s, 'parentSpanId');
+        const sent: Partial<Record<IdKey, string>> = {};
+        hexToBytes(s, 'traceId', sent);
+        hexToBytes(s, 'spanId', sent);
+        hexToBytes(s, 'parentSpanId', sent);
+        sentIds.push(sent);
         for (const l of list(s.links)) {
           if (!isObject(l)) continue;
           hexToBytes(l, 'traceId');
@@ -214,7 +233,9 @@ export function decodeJson(value: unknown): OtelSpan[] {
   } catch (err) {
     throw new OtlpDecodeError(`The body is not an OTLP/JSON trace export: ${(err as Error).message}`);
   }
-  return walk(message);
+  const spans = walk(message);
+  for (const [i, span] of spans.entries()) Object.assign(span, sentIds[i]);
+  return spans;
 }
 
 /** The answer to an export: empty on full success, `partialSuccess` when spans were rejected. */

@@ -44,7 +44,8 @@ export function spanUuid(traceHex: string, spanHex: string): string {
   return traceUuid(d.subarray(0, 16).toString('hex'));
 }
 
-const isZero = (h: string) => /^0*$/.test(h);
+/** A usable OTLP id: `digits` lowercase hex digits, not all zero. */
+const isId = (h: string, digits: number) => h.length === digits && /^[0-9a-f]+$/.test(h) && !/^0+$/.test(h);
 
 // ---------------------------------------------------------------------------------------------
 // Attribute helpers
@@ -488,9 +489,11 @@ const KIND_KEYS = ['gen_ai.operation.name', 'openinference.span.kind'];
 
 /** Maps one span; a span without valid trace or span ids is refused (counted in partialSuccess). */
 export function mapSpan(s: OtelSpan): MapResult {
-  if (s.traceId.length !== 32 || isZero(s.traceId)) return { ok: false, reason: 'invalid trace id' };
-  if (s.spanId.length !== 16 || isZero(s.spanId)) return { ok: false, reason: 'invalid span id' };
-  const hasParent = s.parentSpanId.length === 16 && !isZero(s.parentSpanId);
+  if (!isId(s.traceId, 32))
+    return { ok: false, reason: 'invalid trace id: a trace id is 32 hex digits, not all zero' };
+  if (!isId(s.spanId, 16))
+    return { ok: false, reason: 'invalid span id: a span id is 16 hex digits, not all zero' };
+  const hasParent = isId(s.parentSpanId, 16);
   const a = s.attributes;
   const used = new Set<string>(KIND_KEYS);
   const type = spanType(s);

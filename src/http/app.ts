@@ -5,6 +5,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, LogController } from 
 import type { Services } from '../services/index.ts';
 import { installAuth } from './auth.ts';
 import { installErrorHandling } from './errors.ts';
+import { installMethodIndex } from './method-not-allowed.ts';
 import { installRequestLog, requestId } from './request-log.ts';
 import { registerRoutes } from './routes/index.ts';
 import { MIN_DISCARD_BYTES, installUnreadBodyDrain } from './unread-body.ts';
@@ -37,6 +38,8 @@ export const SECURITY_SCHEMES = {
   HTTPBasic: { type: 'http', scheme: 'basic' },
 } as const;
 
+const ROUTER_OPTIONS = { ignoreTrailingSlash: true, maxParamLength: 1024 };
+
 /** Builds the HTTP app over ready services; `logger` may be a pino options object or false. */
 export async function buildApp(services: Services, opts: { logger?: object | boolean } = {}): Promise<App> {
   const logger =
@@ -55,7 +58,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
     genReqId: requestId,
     logController: new LogController({ disableRequestLogging: true }),
     // Long path parameters reach validation (422) instead of the router's 414.
-    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1024 },
+    routerOptions: ROUTER_OPTIONS,
     // Faults the router answers before any route (bad percent-encoding, a parameter longer than
     // the above) get the same `{detail}` body as every other error.
     frameworkErrors: (err, _req, reply) => {
@@ -69,7 +72,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('services', services);
   app.setValidatorCompiler(validatorCompiler);
-  installErrorHandling(app);
+  installErrorHandling(app, installMethodIndex(app, ROUTER_OPTIONS));
   installUnreadBodyDrain(app, Math.max(2 * services.config.bodyLimitBytes, MIN_DISCARD_BYTES));
   // Parses the console's session cookie before the auth hook (installAuth) reads it.
   await app.register(cookie);

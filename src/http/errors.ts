@@ -97,7 +97,11 @@ function unsupportedMediaType(req: FastifyRequest): string {
 }
 
 /** Registers the JSON body parser and the mapping of every fault to its 4xx JSON body. */
-export function installErrorHandling(app: FastifyInstance): void {
+/** `allowedMethods` names the methods a path takes (http/method-not-allowed.ts): a 405's `Allow`. */
+export function installErrorHandling(
+  app: FastifyInstance,
+  allowedMethods: (req: FastifyRequest) => string[],
+): void {
   // Bodies are JSON (login forms and OTLP register their own parsers); a text/plain body would
   // otherwise reach validation as a string and answer a confusing 422.
   app.removeContentTypeParser('text/plain');
@@ -141,6 +145,12 @@ export function installErrorHandling(app: FastifyInstance): void {
   );
 
   app.setNotFoundHandler((req, reply) => {
+    const allowed = allowedMethods(req);
+    if (allowed.length > 0)
+      return reply
+        .code(405)
+        .header('allow', allowed.join(', '))
+        .send({ detail: `Method ${req.method} is not allowed here; this path takes ${allowed.join(', ')}` });
     // A browser opening an unknown console address gets the console's not-found page, not JSON.
     if (isConsoleNavigation(req)) return sendConsolePage(reply, 404);
     reply.code(404).send({ detail: 'Not Found' });

@@ -194,6 +194,10 @@ const targetOut = {
 
 export const TracesIngestResponse = Type.Object({
   ...targetOut,
+  records_added: Type.Integer({
+    description:
+      'Records this request created (sessions included); the others were already stored and were updated',
+  }),
   traces_count: Type.Integer(),
   spans_count: Type.Integer(),
   trace_ids: Type.Optional(Type.Array(Uuid)),

@@ -2,13 +2,13 @@
  * Annotation queues: editors and owners manage them (templates, members, records); annotators see
  * the queues they are members of and search them, where fully_annotated works.
  */
-import { type ErrorItem, ValidationError, notFound, valueError } from '../domain/errors.ts';
+import { type ErrorItem, ValidationError, conflict, notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
 import { type Role, atLeast } from '../domain/roles.ts';
 import { rejectUnstorable } from '../domain/text.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { AnnotationQueuesRepo, QueueRow, QueueView } from '../store/annotation-queues.ts';
-import type { AnnotationsRepo } from '../store/annotations.ts';
+import { type AnnotationsRepo, NameTaken } from '../store/annotations.ts';
 import type { UsersRepo } from '../store/users.ts';
 import type { Caller } from './auth.ts';
 import type { ProjectsService } from './projects.ts';
@@ -102,7 +102,7 @@ export class AnnotationQueuesService {
       created_at: now,
       updated_at: now,
     };
-    await this.queues.save(row, { templateIds: lists.templateIds ?? [], userIds: lists.userIds ?? [] }, true);
+    await this.save(row, { templateIds: lists.templateIds ?? [], userIds: lists.userIds ?? [] }, true);
     return this.get(caller, projectId, row.id);
   }
 
@@ -110,7 +110,7 @@ export class AnnotationQueuesService {
     const q = await this.managed(caller, projectId, queueId);
     const lists = await this.checkBody(projectId, body);
     const { template_ids, user_ids, num_records, ...row } = q;
-    await this.queues.save(
+    await this.save(
       {
         ...row,
         name: body.name ?? q.name,
@@ -121,6 +121,17 @@ export class AnnotationQueuesService {
       false,
     );
     return this.get(caller, projectId, queueId);
+  }
+
+  /** Saves a queue; a name another queue of the project has answers 409. */
+  private async save(row: QueueRow, lists: Parameters<AnnotationQueuesRepo['save']>[1], isNew: boolean) {
+    try {
+      await this.queues.save(row, lists, isNew);
+    } catch (err) {
+      if (err instanceof NameTaken)
+        throw conflict(`An annotation queue named '${row.name}' already exists in this project`);
+      throw err;
+    }
   }
 
   async delete(caller: Caller, projectId: string, queueId: string) {

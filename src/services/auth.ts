@@ -48,12 +48,19 @@ function tooMany(waitMs: number): HttpError {
   });
 }
 
-/** Issues and checks every credential: passwords, API keys and bearer tokens. */
-/** Appended to a 401 for missing or malformed credentials. */
+const KEY_HEADERS = 'the Service-API-Key (or Platform-AO-API-Key, or Galileo-API-Key) header';
+/** Appended to a 401 for missing, malformed or unknown credentials. */
 const WHERE_CREDENTIALS_GO =
-  'Send an API key in the Service-API-Key (or Platform-AO-API-Key) header, a token from POST /login ' +
-  'or POST /v2/login/api_key as Authorization: Bearer <token>, or email and password as HTTP Basic.';
+  `Send an API key in ${KEY_HEADERS}, a token from POST /v2/login/api_key (or POST /login) as ` +
+  'Authorization: Bearer <token>, or email and password as HTTP Basic.';
+const UNKNOWN_KEY = `This API key is not known (check it was copied whole). ${WHERE_CREDENTIALS_GO}`;
+const KEY_AS_BEARER =
+  `An API key is not a bearer token: send it in ${KEY_HEADERS}, or exchange it for a bearer token ` +
+  'with POST /v2/login/api_key {"api_key": "..."} and send that as Authorization: Bearer <token>.';
+const BAD_TOKEN = `The bearer token is invalid or has expired. ${WHERE_CREDENTIALS_GO}`;
+const expiredKey = (at: number) => `This API key expired at ${toIso(at)}; create a new one.`;
 
+/** Issues and checks every credential: passwords, API keys and bearer tokens. */
 export class AuthService {
   private readonly jwtKey: Uint8Array;
   private readonly throttle = new LoginThrottle();
@@ -145,37 +152,40 @@ export class AuthService {
     const keys = [`ip:${ip}`];
     const wait = this.throttle.waitFor(keys);
     if (wait > 0) throw tooMany(wait);
-    const user = await this.userForKey(key);
-    if (!user) {
+    const found = await this.userForKey(key);
+    if ('refused' in found) {
       this.throttle.fail(keys);
-      throw unauthorized('Invalid API key');
+      throw unauthorized(found.refused);
     }
-    return user;
+    return found.user;
   }
 
-  private async userForKey(key: string): Promise<UserRow | undefined> {
-    if (!key.startsWith(KEY_PREFIX)) return undefined;
+  /** The key's user, or why the key is refused (unknown, revoked or expired). */
+  private async userForKey(key: string): Promise<{ user: UserRow } | { refused: string }> {
+    if (!key.startsWith(KEY_PREFIX)) return { refused: UNKNOWN_KEY };
     const hash = hashApiKey(key);
     const hit = this.keyCache.get(hash);
     if (hit && hit.until > Date.now() && hit.gen === this.users.generation) {
       const now = nowUs();
       if (hit.key.expires_at !== null && hit.key.expires_at <= now) {
         this.keyCache.delete(hash);
-        return undefined;
+        return { refused: expiredKey(hit.key.expires_at) };
       }
       if (hit.key.last_used_at === null || now - hit.key.last_used_at > 60_000_000) {
         await this.users.touchKey(hit.key.id, now);
         hit.key.last_used_at = now;
       }
-      return hit.user;
+      return { user: hit.user };
     }
     this.keyCache.delete(hash);
     // The generation before the reads: a revocation committed while they run makes the entry stale.
     const gen = this.users.generation;
     const row = await this.users.keyByHash(hash);
     const now = nowUs();
-    if (!row || row.revoked_at !== null || (row.expires_at !== null && row.expires_at <= now))
-      return undefined;
+    if (!row) return { refused: UNKNOWN_KEY };
+    if (row.revoked_at !== null)
+      return { refused: `This API key was revoked at ${toIso(row.revoked_at)}; create a new one.` };
+    if (row.expires_at !== null && row.expires_at <= now) return { refused: expiredKey(row.expires_at) };
     // Record use at most once a minute per key, to keep reads cheap.
     if (row.last_used_at === null || now - row.last_used_at > 60_000_000) {
       await this.users.touchKey(row.id, now);
@@ -186,7 +196,7 @@ export class AuthService {
       if (this.keyCache.size >= 10_000) this.keyCache.clear();
       this.keyCache.set(hash, { key: row, user, gen, until: Date.now() + ACCESS_CACHE_MS });
     }
-    return user;
+    return user ? { user } : { refused: UNKNOWN_KEY };
   }
 
   private async userForToken(token: string): Promise<UserRow | undefined> {
@@ -228,19 +238,26 @@ export class AuthService {
     const authorization = one('authorization');
     let user: UserRow | undefined;
     if (apiKey) {
-      user = await this.userForKey(apiKey.trim());
+      const found = await this.userForKey(apiKey.trim());
+      if ('refused' in found) throw unauthorized(found.refused);
+      user = found.user;
     } else if (authorization) {
       const [scheme, value] = authorization.trim().split(/\s+/, 2);
-      if (scheme?.toLowerCase() === 'bearer' && value) user = await this.userForToken(value);
-      else if (scheme?.toLowerCase() === 'basic' && value) user = await this.userForBasic(value, ip);
-      else
+      if (scheme?.toLowerCase() === 'bearer' && value) {
+        if (value.startsWith(KEY_PREFIX)) throw unauthorized(KEY_AS_BEARER);
+        user = await this.userForToken(value);
+        if (!user) throw unauthorized(BAD_TOKEN);
+      } else if (scheme?.toLowerCase() === 'basic' && value) {
+        user = await this.userForBasic(value, ip);
+      } else {
         throw unauthorized(
           `The Authorization header must be 'Bearer <token>' or 'Basic <credentials>'. ${WHERE_CREDENTIALS_GO}`,
         );
+      }
     } else {
       throw unauthorized(`Not authenticated. ${WHERE_CREDENTIALS_GO}`);
     }
-    if (!user) throw unauthorized('Could not validate credentials');
+    if (!user) throw unauthorized(`Could not validate credentials. ${WHERE_CREDENTIALS_GO}`);
     return toCaller(user);
   }
 }

@@ -77,7 +77,7 @@ export class IngestService {
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
     const pricer = await this.prices.pricerFor(projectId);
-    const { result } = await this.store.run(
+    const { plan, result } = await this.store.run(
       () => tracesFlow(req, { projectId, runId: run.id, now, pricer }),
       req.records.length + req.sessions.length,
     );
@@ -87,6 +87,7 @@ export class IngestService {
       ...targetOut(run),
       session_id: result.sessionId,
       records_count: req.records.length + req.sessions.length,
+      records_added: plan?.inserts.length ?? 0,
       traces_count: req.traces,
       spans_count: req.records.length - req.traces,
       ...(req.includeTraceIds ? { trace_ids: result.traceIds } : {}),

@@ -115,7 +115,13 @@ export class OtelService {
       const found = (await this.projects.list(caller, { name: projectName })).find(
         (p) => p.name === projectName,
       );
-      if (!found) throw notFound('Project');
+      if (!found)
+        throw new HttpError(
+          404,
+          `No project is named ${JSON.stringify(projectName)} (that you can see). Create it first ` +
+            `(POST /v2/projects {"name": ${JSON.stringify(projectName)}}, \`spanbase\` CLI or the console), ` +
+            'or name an existing project in the project header, or give its id in the projectid header.',
+        );
       pid = found.id;
     }
     await this.projects.access(caller, pid, 'editor');

@@ -116,13 +116,19 @@ export function csvLine(api: Api, columns: readonly string[]): string {
   return `${columns.map((c) => csvField(columnValue(api, c))).join(',')}\r\n`;
 }
 
+/** A CSV export's columns: those asked for after `id` and `type`, which stay (as in JSON lines). */
+function csvColumns(opts: ExportOptions): readonly string[] {
+  if (!opts.columns) return DEFAULT_CSV_COLUMNS;
+  return [...new Set(['id', 'type', ...opts.columns])];
+}
+
 /** The text of a chunk of exported items. */
 export function exportChunk(items: readonly ExportItem[], opts: ExportOptions): string {
   let out = '';
   for (const item of items) {
     if (opts.format === 'csv') {
       const api = shapeRecord(recordToApi(item.root, { includeCounts: true }), { ...opts, columns: null });
-      out += csvLine(api, opts.columns ?? DEFAULT_CSV_COLUMNS);
+      out += csvLine(api, csvColumns(opts));
     } else out += `${JSON.stringify(shapeRecord(apiItem(item), opts))}\n`;
   }
   return out;
@@ -130,5 +136,5 @@ export function exportChunk(items: readonly ExportItem[], opts: ExportOptions): 
 
 /** The first line of a CSV export. */
 export function csvHeader(opts: ExportOptions): string {
-  return `${(opts.columns ?? DEFAULT_CSV_COLUMNS).map(csvField).join(',')}\r\n`;
+  return `${csvColumns(opts).map(csvField).join(',')}\r\n`;
 }

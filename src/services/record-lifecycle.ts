@@ -11,6 +11,7 @@
  * - Export: the matching records as JSON lines or CSV (services/record-export.ts), read in chunks from
  *   one snapshot and written as the client takes them.
  */
+import { counted } from '../domain/plural.ts';
 import { HttpError, valueError } from '../domain/errors.ts';
 import { ROOT_TYPES, type RecordDeletes, type RootKind } from '../store/record-deletes.ts';
 import type { RecordSelection, Selection } from '../store/record-selection.ts';
@@ -104,7 +105,9 @@ export class RecordLifecycleService {
       this.metrics.recordsDeleted.inc({ reason: 'request' }, out.records);
       if (batch.length < DELETE_BATCH) break;
     }
-    return { message: `Deleted ${roots} ${TARGET_OF[kind]} (${records} records with those below them)` };
+    return {
+      message: `Deleted ${counted(roots, kind)} (${counted(records, 'record')} with those below them)`,
+    };
   }
 
   /** Checks the request and answers the stream to send (nothing is read before the first pull). */

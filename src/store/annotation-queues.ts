@@ -4,6 +4,7 @@
  */
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from '../query/compile.ts';
+import { NameTaken } from './annotations.ts';
 import { type RecordSearch, matchQuery } from './search-query.ts';
 import type { AnnotationQueuesTable, DB } from './tables.ts';
 
@@ -83,7 +84,33 @@ export class AnnotationQueuesRepo {
   }
 
   /** Inserts a queue, or replaces its fields and lists (those given), in one transaction. */
+  /** Inserts or updates a queue with its lists; a name taken in the project throws NameTaken. */
   async save(
+    row: QueueRow,
+    lists: { templateIds?: string[]; userIds?: string[] },
+    isNew: boolean,
+  ): Promise<void> {
+    try {
+      await this.write(row, lists, isNew);
+    } catch (err) {
+      // The unique (project, name) index refused it (also a concurrent save of the same name).
+      if (await this.nameTaken(row)) throw new NameTaken();
+      throw err;
+    }
+  }
+
+  private async nameTaken(row: QueueRow): Promise<boolean> {
+    const other = await this.db
+      .selectFrom('annotation_queues')
+      .select('id')
+      .where('project_id', '=', row.project_id)
+      .where('name', '=', row.name)
+      .where('id', '<>', row.id)
+      .executeTakeFirst();
+    return other !== undefined;
+  }
+
+  private async write(
     row: QueueRow,
     lists: { templateIds?: string[]; userIds?: string[] },
     isNew: boolean,

@@ -19,7 +19,7 @@ import type { AnnotationTemplatesTable, AnnotationsTable, DB } from './tables.ts
 export type TemplateRow = AnnotationTemplatesTable;
 export type AnnotationRow = AnnotationsTable;
 
-/** Raised when a template name is taken in the project. */
+/** Raised when a template's or queue's name is taken in the project. */
 export class NameTaken extends Error {}
 
 /** What one write of an annotation says. */

@@ -27,6 +27,14 @@ export class RunsRepo {
     return q.executeTakeFirst();
   }
 
+  /** Deletes a run with its records (what refers to the run goes with it by foreign key). */
+  async delete(id: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('records').where('run_id', '=', id).execute();
+      await tx.deleteFrom('runs').where('id', '=', id).execute();
+    });
+  }
+
   async setRetention(id: string, days: number | null): Promise<void> {
     await this.db.updateTable('runs').set({ retention_days: days }).where('id', '=', id).execute();
   }

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { storeBefore } from '../helpers/older-store.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { BASE_TIME_US, iso } from '../property/support.ts';
 
@@ -723,5 +724,74 @@ for (const store of storesUnderTest()) {
       await ok('DELETE', `/annotation_queues/${q.id}`);
       await ok('DELETE', `/annotation_queues/${empty.id}`);
     });
+
+    test('queue names are unique in a project: 409 on create and on rename', async () => {
+      const first = await ok('POST', '/annotation_queues', { name: 'review' });
+      const again = await s.call('POST', url('/annotation_queues'), { name: 'review' });
+      assert.equal(again.status, 409, again.text);
+      assert.equal(again.body.detail, "An annotation queue named 'review' already exists in this project");
+      const other = await ok('POST', '/annotation_queues', { name: 'review later' });
+      const renamed = await s.call('PATCH', url(`/annotation_queues/${other.id}`), { name: 'review' });
+      assert.equal(renamed.status, 409, renamed.text);
+      // Keeping its own name, or another project's queue of that name, is fine.
+      await ok('PATCH', `/annotation_queues/${first.id}`, { name: 'review', description: 'same name' });
+      const P2 = (await s.call('POST', '/v2/projects', { name: `ann2-${Date.now()}` })).body.id;
+      const elsewhere = await s.call('POST', `/v2/projects/${P2}/annotation_queues`, { name: 'review' });
+      assert.equal(elsewhere.status, 200, elsewhere.text);
+      const names = ((await ok('GET', '/annotation_queues')) as Json[]).map((q) => q.name);
+      assert.equal(names.filter((n) => n === 'review').length, 1, 'nothing half-written');
+      await ok('DELETE', `/annotation_queues/${first.id}`);
+      await ok('DELETE', `/annotation_queues/${other.id}`);
+    });
+  });
+
+  test(`queues that shared a name before migration 024 are renamed, oldest keeps it [${store}]`, async () => {
+    const older = await storeBefore(store, '024');
+    const { db } = older.store;
+    try {
+      const project = (id: string) => ({
+        id,
+        name: id,
+        type: 'gen_ai',
+        created_by: 'u',
+        created_at: 1,
+        updated_at: 1,
+      });
+      await db
+        .insertInto('projects')
+        .values([project('p1'), project('p2')])
+        .execute();
+      const queue = (id: string, project_id: string, name: string, created_at: number) => ({
+        id,
+        project_id,
+        name,
+        created_at,
+        updated_at: created_at,
+      });
+      await db
+        .insertInto('annotation_queues')
+        .values([
+          queue('q3', 'p1', 'review', 3),
+          queue('q1', 'p1', 'review', 1),
+          queue('q2', 'p1', 'review', 2),
+          queue('q4', 'p1', 'review (2)', 4),
+          queue('q5', 'p2', 'review', 5),
+        ])
+        .execute();
+      await older.up();
+      const rows = await db.selectFrom('annotation_queues').select(['id', 'name']).orderBy('id').execute();
+      assert.deepEqual(
+        rows.map((r) => `${r.id} ${r.name}`),
+        ['q1 review', 'q2 review (3)', 'q3 review (4)', 'q4 review (2)', 'q5 review'],
+      );
+      await assert.rejects(
+        db
+          .insertInto('annotation_queues')
+          .values(queue('q6', 'p1', 'review', 6))
+          .execute(),
+      );
+    } finally {
+      await older.close();
+    }
   });
 }

@@ -30,11 +30,13 @@ describe('the spanbase command: usage and help', () => {
   const env = { SPANBASE_DATA_DIR: dataDir };
   after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
-  test('no arguments prints the usage and exits 2 instead of starting a server', () => {
+  test('no arguments prints the list of commands on stdout and exits 0, starting no server', () => {
     const r = cli([], env);
-    assert.equal(r.status, 2);
-    assert.match(r.stderr, /usage: spanbase <command>/);
-    assert.match(r.stderr, /serve {2,}serve the HTTP API/);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.match(r.stdout, /usage: spanbase <command>/);
+    assert.match(r.stdout, /serve {2,}serve the HTTP API/);
+    assert.match(r.stdout, /import {2,}load JSON lines/);
     assert.deepEqual(fs.readdirSync(dataDir), [], 'no store was opened');
   });
 
@@ -143,5 +145,137 @@ for (const store of storesUnderTest()) {
       assert.equal(nobody.status, 1);
       assert.match(nobody.stderr, /no user with email nobody@example.com/);
     });
+
+    /** JSON lines of `n` traces (each with one llm span) in one session. */
+    const traceLines = (n: number) => {
+      const session = crypto.randomUUID();
+      return Array.from({ length: n }, (_, i) =>
+        JSON.stringify({
+          id: crypto.randomUUID(),
+          session_id: session,
+          name: `t${i}`,
+          input: `question ${i}`,
+          output: `answer ${i}`,
+          spans: [{ id: crypto.randomUUID(), type: 'llm', name: 'llm', input: 'q', output: 'a' }],
+        }),
+      ).join('\n');
+    };
+
+    test('import counts the records it added; an export loads into another project with --new-ids', () => {
+      const file = path.join(dataDir, 'traces.jsonl');
+      fs.writeFileSync(file, traceLines(3));
+      const first = cli(['import', file, '--project', 'src-app', '--log-stream', 'prod'], env);
+      assert.equal(first.status, 0, first.stderr);
+      // 3 traces, 3 spans and their session.
+      assert.equal(first.stderr, 'spanbase: added 7 records from 3 lines\n');
+      const again = cli(['import', file, '--project', 'src-app', '--log-stream', 'prod'], env);
+      assert.equal(again.status, 0, again.stderr);
+      assert.equal(
+        again.stderr,
+        'spanbase: added 0 records from 3 lines (7 records already stored, updated)\n',
+      );
+
+      const exported = path.join(dataDir, 'sessions.jsonl');
+      const e = cli(
+        [
+          'export',
+          '--project',
+          'src-app',
+          '--log-stream',
+          'prod',
+          '--root-type',
+          'session',
+          '--output',
+          exported,
+        ],
+        env,
+      );
+      assert.equal(e.status, 0, e.stderr);
+      assert.equal(e.stderr, 'spanbase: exported 1 session\n');
+
+      // Into another project, the ids are taken: refused, naming the option, and nothing is left.
+      const clash = cli(['import', exported, '--project', 'copy-app', '--log-stream', 'copy'], env);
+      assert.equal(clash.status, 1);
+      assert.match(clash.stderr, /already used by another record/);
+      assert.match(clash.stderr, /--new-ids/);
+      assert.match(
+        cli(['export', '--project', 'copy-app', '--log-stream', 'copy'], env).stderr,
+        /no project copy-app/,
+        'the project the import made is gone',
+      );
+      // Into a new log stream of the same project: the log stream goes, the project stays.
+      const stream = cli(['import', exported, '--project', 'src-app', '--log-stream', 'other'], env);
+      assert.equal(stream.status, 1);
+      assert.match(
+        cli(['export', '--project', 'src-app', '--log-stream', 'other'], env).stderr,
+        /no log stream other in project src-app/,
+      );
+
+      const copy = cli(
+        ['import', exported, '--project', 'copy-app', '--log-stream', 'copy', '--new-ids'],
+        env,
+      );
+      assert.equal(copy.status, 0, copy.stderr);
+      assert.equal(copy.stderr, 'spanbase: added 7 records from 1 line\n');
+      const out = cli(
+        ['export', '--project', 'copy-app', '--log-stream', 'copy', '--root-type', 'session'],
+        env,
+      );
+      const [session] = out.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      const [original] = fs
+        .readFileSync(exported, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
+      assert.notEqual(session.id, original.id);
+      assert.equal(session.traces.length, 3);
+      for (const t of session.traces) {
+        assert.equal(t.session_id, session.id, 'links follow the new ids');
+        assert.equal(t.spans[0].trace_id, t.id);
+        assert.equal(t.spans[0].parent_id, t.id);
+      }
+      assert.deepEqual(
+        session.traces.map((t: any) => t.name).sort(),
+        original.traces.map((t: any) => t.name).sort(),
+      );
+    });
+
+    test('export --format csv --columns keeps id and type first', () => {
+      const r = cli(
+        [
+          'export',
+          '--project',
+          'src-app',
+          '--log-stream',
+          'prod',
+          '--format',
+          'csv',
+          '--columns',
+          'name,input',
+        ],
+        env,
+      );
+      assert.equal(r.status, 0, r.stderr);
+      const rows = r.stdout.trimEnd().split('\r\n');
+      assert.equal(rows[0], 'id,type,name,input');
+      assert.match(rows[1], /^[0-9a-f-]{36},trace,t\d,question \d$/);
+      assert.equal(r.stderr, 'spanbase: exported 3 traces\n');
+    });
+
+    if (store === 'sqlite') {
+      test('backup writes the copy readable by its owner only (0600)', () => {
+        const file = path.join(dataDir, 'copy.db');
+        const r = cli(['backup', file], env);
+        assert.equal(r.status, 0, r.stderr);
+        assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+        const twice = cli(['backup', file], env);
+        assert.equal(twice.status, 1);
+        assert.match(twice.stderr, /exists; give a new file name/);
+        assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      });
+    }
   });
 }

@@ -446,6 +446,10 @@ for (const store of storesUnderTest()) {
         logstream: 'x',
       });
       assert.equal(res.statusCode, 404, res.body);
+      const unknown = JSON.parse(res.body).detail;
+      assert.match(unknown, /No project is named "no-such-project"/);
+      assert.match(unknown, /POST \/v2\/projects/, 'says how to create it');
+      assert.match(unknown, /projectid header/, 'and which header names a project');
       res = await send(body, { 'content-type': 'application/json', projectid: 'not-a-uuid', logstream: 'x' });
       assert.equal(res.statusCode, 422, res.body);
       assert.deepEqual(JSON.parse(res.body).detail[0].loc, ['header', 'projectid']);
@@ -626,6 +630,33 @@ for (const store of storesUnderTest()) {
       assert.equal(res.statusCode, 200, res.body);
       assert.ok(Number(JSON.parse(res.body).partialSuccess.rejectedSpans) >= 1, res.body);
       assert.equal((await readTrace(other)).status, 200);
+    });
+
+    test('a bad trace or span id is refused naming the id the client sent', async () => {
+      const trace = newTrace();
+      const json = otlpJson([
+        { trace, id: '3100000000000001', name: 'fine' },
+        { trace, id: '3100000000000002', name: 'bad trace' },
+      ]) as any;
+      const spans = json.resourceSpans[0].scopeSpans[0].spans;
+      // Neither is hex; read as base64 (protobufjs' reading of bytes) they would be other ids.
+      spans[1].traceId = 'my-trace-0001';
+      let res = await send(JSON.stringify(json), jsonHeaders());
+      assert.equal(res.statusCode, 200, res.body);
+      let partial = JSON.parse(res.body).partialSuccess;
+      assert.equal(Number(partial.rejectedSpans), 1);
+      assert.match(partial.errorMessage, /^span 3100000000000002 of trace my-trace-0001: invalid trace id/);
+      // 32 characters, but not hex: refused too, by the text sent.
+      spans[1].traceId = 'z'.repeat(32);
+      spans[1].spanId = 'not+a+span+id';
+      res = await send(JSON.stringify(json), jsonHeaders());
+      partial = JSON.parse(res.body).partialSuccess;
+      assert.equal(Number(partial.rejectedSpans), 1, res.body);
+      assert.match(
+        partial.errorMessage,
+        new RegExp(`^span not\\+a\\+span\\+id of trace ${'z'.repeat(32)}: `),
+      );
+      assert.equal((await readTrace(trace)).status, 200, 'the good span landed');
     });
 
     test('bodies that are not OTLP answer 400 (never 500); the wrong content type 415', async () => {

@@ -6,23 +6,16 @@
  * spans (several types) reads the run's records by time.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { Migrator, sql } from 'kysely';
-import pg from 'pg';
-import { loadConfig } from '../../src/config.ts';
+import { sql } from 'kysely';
 import { SPAN_TYPES } from '../../src/query/columns.ts';
 import { metadataProbe } from '../../src/query/metadata-index.ts';
 import type { SortSpec } from '../../src/query/sorts.ts';
 import { parseSearchBody } from '../../src/services/search.ts';
-import { openStore } from '../../src/store/db.ts';
-import { migrate } from '../../src/store/migrate.ts';
-import { migrations } from '../../src/store/migrations/index.ts';
 import type { SqliteSearch } from '../../src/store/search-sqlite.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
+import { storeBefore } from '../helpers/older-store.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { BASE_TIME_US as T0, allIds, createSession, ingestTraces, iso } from '../property/support.ts';
 
@@ -185,24 +178,10 @@ for (const store of storesUnderTest()) {
   });
 
   test(`records stored before the index are indexed by its migration [${store}]`, async () => {
-    const url = process.env.SPANBASE_TEST_DATABASE_URL;
-    const schema = `t_${process.pid}_${Date.now().toString(36)}_m014`;
-    if (store === 'postgres') await pgQuery(url!, `create schema ${schema}`);
-    const storeAt = openStore(
-      loadConfig({
-        SPANBASE_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-test-')),
-        ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: url!, SPANBASE_PG_SCHEMA: schema } : {}),
-      }),
-    );
+    // The store at migration 013, with records; then migrated to the latest.
+    const older = await storeBefore(store, '014');
+    const storeAt = older.store;
     try {
-      // The store at migration 013, with records; then migrated to the latest.
-      const older = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < '014'));
-      const migrator = new Migrator({
-        db: storeAt.db,
-        provider: { getMigrations: async () => older },
-        ...(storeAt.pgSchema ? { migrationTableSchema: storeAt.pgSchema } : {}),
-      });
-      assert.ifError((await migrator.migrateToLatest()).error);
       const row = (id: string, type: string, user_metadata: string | null) => ({
         id,
         project_id: 'p',
@@ -220,7 +199,7 @@ for (const store of storesUnderTest()) {
           row('c', 'session', null),
         ] as any)
         .execute();
-      await migrate(storeAt);
+      await older.up();
       const { rows } = await sql<{ e: string }>`select grp || ' ' || id || ' ' || key || '=' || value as e
         from record_metadata order by id`.execute(storeAt.db);
       assert.deepEqual(
@@ -228,18 +207,7 @@ for (const store of storesUnderTest()) {
         ['trace a k=v', 'span b k=w'],
       );
     } finally {
-      await storeAt.close();
-      if (store === 'postgres') await pgQuery(url!, `drop schema ${schema} cascade`);
+      await older.close();
     }
   });
-}
-
-async function pgQuery(url: string, text: string): Promise<void> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(text);
-  } finally {
-    await c.end();
-  }
 }

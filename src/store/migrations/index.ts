@@ -23,6 +23,7 @@ import * as promptTemplates from './022_prompt_templates.ts';
 import * as jobsScorers from './023_jobs_scorers.ts';
 import * as datasets from './021_datasets.ts';
 import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
+import * as queueNames from './024_queue_names.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +51,5 @@ export const migrations: Record<string, Migration> = {
   '023_jobs_scorers': jobsScorers,
   '021_datasets': datasets,
   '028_signals_runs_alerts': signalsRunsAlerts,
+  '024_queue_names': queueNames,
 };

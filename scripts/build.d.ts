@@ -1,0 +1,4 @@
+export const DIST: string;
+export function serverIsStale(): boolean;
+export function buildServer(): Promise<void>;
+export function ensureServerBuilt(): Promise<boolean>;
