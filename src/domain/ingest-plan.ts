@@ -7,6 +7,8 @@
  * merges field by field and only applies differences, so nothing is counted twice.
  */
 import { catalogueDataType, forEachColumnKey } from './catalogue.ts';
+import type { RunScoring } from './scorer-types.ts';
+import { applyInlineScores } from './scoring-plan.ts';
 import { type Loc, ValidationError, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { type NormalRecord, type Scalar, mergeRecord } from './ingest.ts';
@@ -160,6 +162,8 @@ export class Planner {
       existing: Map<string, StoredRecord>;
       /** Prices of the project (none: llm spans get no computed cost). */
       pricer?: Pricer;
+      /** A run's scorers: rule and code scores are written into each row's metrics (scoring-plan.ts). */
+      scoring?: (runId: string) => RunScoring | undefined;
     },
   ) {}
 
@@ -577,6 +581,18 @@ export class Planner {
     }
   }
 
+  /**
+   * A stored record scored again by the inline scorers of `scoring` (a backfill): written when a
+   * score changed. Answers whether it did.
+   */
+  rescore(id: string, scoring: RunScoring): boolean {
+    const e = this.entry(id);
+    if (!e || !applyInlineScores(e.row, scoring.scorers, scoring.segments)) return false;
+    e.dirty = true;
+    e.meta = undefined;
+    return true;
+  }
+
   // ---- result --------------------------------------------------------------------------------
 
   finish(): Plan {
@@ -612,6 +628,8 @@ export class Planner {
           if (row.created_at > m.last_seen) m.last_seen = row.created_at;
         }
       }
+      const scoring = this.ctx.scoring?.(row.run_id);
+      if (scoring && applyInlineScores(row, scoring.scorers, scoring.segments)) e.meta = undefined;
       if (e.old) {
         row.updated_at = this.ctx.now;
         updates.push(row);

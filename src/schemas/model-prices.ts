@@ -106,21 +106,6 @@ export const ModelsWithoutPrice = Type.Object({
   ),
 });
 
-export const RecomputeMetricsRequest = Type.Object(
-  {
-    log_stream_id: Type.Optional(Nullable(Uuid)),
-    experiment_id: Type.Optional(Nullable(Uuid)),
-    metrics_testing_id: Type.Optional(Nullable(Uuid)),
-    scorer_ids: Type.Optional(
-      Type.Array(Type.String({ maxLength: 200 }), {
-        maxItems: 100,
-        description: 'Accepted for the hosted API; Spanbase computes one metric, the cost, whatever is named',
-      }),
-    ),
-  },
-  { title: 'RecomputeLogRecordsMetricsRequest' },
-);
-
 export const RecomputeMetricsResult = Type.Object({
   run_id: Uuid,
   records_scanned: Type.Integer({ description: 'llm spans read' }),

@@ -27,6 +27,12 @@ import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
 import { PromptTemplatesRepo } from '../store/prompt-templates.ts';
+import { JobsRepo } from '../store/jobs.ts';
+import { ScorersRepo } from '../store/scorers.ts';
+import { JobQueue } from './job-queue.ts';
+import { ScorersService } from './scorers.ts';
+import { ScoringService } from './scoring.ts';
+import { ScoreBackfillService } from './score-backfill.ts';
 import { AnnotationQueuesService } from './annotation-queues.ts';
 import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
@@ -100,6 +106,11 @@ export interface Services {
   llmIntegrations: LlmIntegrationsService;
   modelSpend: ModelSpendService;
   playground: PlaygroundService;
+  /** THE job queue of this process (every kind of background work registers its handler here). */
+  jobs: JobQueue;
+  scorers: ScorersService;
+  scoring: ScoringService;
+  backfill: ScoreBackfillService;
 }
 
 export function createServices(
@@ -139,11 +150,22 @@ export function createServices(
     ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB, TABLE_STATS_JOB] : []),
   ]);
   const prices = new ModelPricesService(new ModelPricesRepo(store.db), projects, runs);
+  const jobs = new JobQueue(new JobsRepo(store.db, store.dialect), {
+    concurrency: config.jobConcurrency,
+    leaseMs: config.jobLeaseMs,
+    pollMs: config.jobPollMs,
+    retryBaseMs: config.jobRetryBaseMs,
+  });
+  const scorersRepo = new ScorersRepo(store.db);
+  const scorers = new ScorersService(scorersRepo);
+  const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs);
+  jobs.pausedRuns = () => scoring.pausedRuns();
   const ingest = new IngestService(
     projects,
     new RunsRepo(store.db, store.dialect),
     metrics.countIngest(ingestStore(store)),
     prices,
+    scoring,
   );
   const deletes = new RecordDeletes(store);
   const lifecycle = new RecordLifecycleService(
@@ -164,7 +186,15 @@ export function createServices(
     store.dialect === 'postgres'
       ? new TableStatsService(new PgTableStats(store.db), leasesOf(store.db))
       : null;
-  const records = new RecordsService(projects, recordsRepo);
+  const records = new RecordsService(projects, recordsRepo, scoring);
+  const backfill = new ScoreBackfillService(
+    search,
+    new RecordSelection(store, read.search),
+    ingest,
+    scoring,
+    projects,
+    prices,
+  );
   const annotationQueues = new AnnotationQueuesService(
     new AnnotationQueuesRepo(store.db, store.dialect),
     annotationsRepo,
@@ -272,5 +302,9 @@ export function createServices(
     llmIntegrations: new LlmIntegrationsService(integrations, modelCalls),
     modelSpend: new ModelSpendService(modelCallsRepo, projects),
     playground: new PlaygroundService(projects, integrations, modelCalls),
+    jobs,
+    scorers,
+    scoring,
+    backfill,
   };
 }

@@ -8,11 +8,21 @@ import {
 } from '../domain/ingest.ts';
 import { nowUs } from '../domain/time.ts';
 import type { IngestStore } from '../store/ingest.ts';
-import { patchFlow, recomputeFlow, sessionFlow, spansFlow, tracesFlow } from '../store/ingest-flow.ts';
+import {
+  patchFlow,
+  recomputeFlow,
+  rescoreFlow,
+  sessionFlow,
+  spansFlow,
+  tracesFlow,
+} from '../store/ingest-flow.ts';
+import type { RunScoring } from '../domain/scorer-types.ts';
 import type { RunRow, RunsRepo } from '../store/runs.ts';
 import type { Caller } from './auth.ts';
 import type { ModelPricesService } from './model-prices.ts';
 import type { ProjectsService } from './projects.ts';
+import type { ScoringService } from './scoring.ts';
+import type { Plan } from '../domain/ingest-plan.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -38,7 +48,19 @@ export class IngestService {
     private readonly runs: RunsRepo,
     private readonly store: IngestStore,
     private readonly prices: ModelPricesService,
+    private readonly scoring: ScoringService,
   ) {}
+
+  /** The run scorers of a project as ingestion's flows take them (rule scores are computed inline). */
+  private async scoringOf(projectId: string) {
+    const runs = await this.scoring.forProject(projectId);
+    return runs.size ? (runId: string) => runs.get(runId) : undefined;
+  }
+
+  /** After a commit: LLM score tasks for the written records. */
+  private afterWrite(projectId: string, plan: Plan | null) {
+    return plan ? this.scoring.afterWrite(projectId, [...plan.inserts, ...plan.updates]) : undefined;
+  }
 
   /** Finishes the writes under way and stops the store's writer. */
   close(): Promise<void> {
@@ -77,10 +99,12 @@ export class IngestService {
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
     const pricer = await this.prices.pricerFor(projectId);
-    const { plan, result } = await this.store.run(
-      () => tracesFlow(req, { projectId, runId: run.id, now, pricer }),
+    const scoring = await this.scoringOf(projectId);
+    const { result, plan } = await this.store.run(
+      () => tracesFlow(req, { projectId, runId: run.id, now, pricer, scoring }),
       req.records.length + req.sessions.length,
     );
+    if (scoring) await this.afterWrite(projectId, plan);
     return {
       project_id: projectId,
       project_name: project.name,
@@ -100,10 +124,12 @@ export class IngestService {
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
     const pricer = await this.prices.pricerFor(projectId);
-    const { result } = await this.store.run(
-      () => spansFlow(req, { projectId, runId: run.id, now, pricer }),
+    const scoring = await this.scoringOf(projectId);
+    const { result, plan } = await this.store.run(
+      () => spansFlow(req, { projectId, runId: run.id, now, pricer, scoring }),
       req.records.length,
     );
+    if (scoring) await this.afterWrite(projectId, plan);
     return {
       project_id: projectId,
       project_name: project.name,
@@ -147,9 +173,13 @@ export class IngestService {
     const named = t.log_stream_id || t.experiment_id || t.metrics_testing_id;
     const runId = named ? (await this.targetRun(projectId, t)).id : null;
     const pricer = await this.prices.pricerFor(projectId);
-    const { result, runId: actual } = await this.store.run(() =>
-      patchFlow(kind, id, patch, projectId, runId, now, pricer),
-    );
+    const scoring = await this.scoringOf(projectId);
+    const {
+      result,
+      runId: actual,
+      plan,
+    } = await this.store.run(() => patchFlow(kind, id, patch, projectId, runId, now, pricer, scoring));
+    if (scoring) await this.afterWrite(projectId, plan);
     const run = await this.runs.byId(projectId, actual);
     return {
       project_id: projectId,
@@ -159,6 +189,13 @@ export class IngestService {
       records_count: 1,
       ...(kind === 'trace' ? { trace_id: id } : { span_id: id }),
     };
+  }
+
+  /** A backfill page (services/score-backfill.ts): inline scores of `ids` computed again. */
+  async rescore(projectId: string, runId: string, ids: string[], scoring: RunScoring): Promise<number> {
+    const ctx = { projectId, runId, now: nowUs() };
+    const { result } = await this.store.run(() => rescoreFlow(ctx, ids, scoring), 1);
+    return result.changed;
   }
 
   /**

@@ -75,6 +75,12 @@ export class JobQueue {
     return n;
   }
 
+  /** Makes a run's pending jobs of a kind due now (its pause was lifted) and looks for them. */
+  async wakeRun(runId: string, kind: string): Promise<void> {
+    await this.repo.wake(runId, kind);
+    this.kick();
+  }
+
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;

@@ -4,6 +4,7 @@ import { SPAN_TYPES, type StoredRecord, parseBody, recordToApi } from '../domain
 import type { RecordsRepo } from '../store/records.ts';
 import type { Caller } from './auth.ts';
 import type { ProjectsService } from './projects.ts';
+import type { ScoringService } from './scoring.ts';
 
 type Api = Record<string, any>;
 
@@ -46,6 +47,7 @@ export class RecordsService {
   constructor(
     private readonly projects: ProjectsService,
     private readonly records: RecordsRepo,
+    private readonly scoring: ScoringService,
   ) {}
 
   async trace(caller: Caller, projectId: string, traceId: string): Promise<Api> {
@@ -54,7 +56,9 @@ export class RecordsService {
     const trace = rows.find((r) => r.id === traceId && r.type === 'trace');
     if (!trace) throw notFound('Trace');
     const feedback = await this.records.feedbackOf(rows.map((r) => r.id));
-    return traceTree(trace, rows, feedback);
+    const tree = traceTree(trace, rows, feedback);
+    await this.scoring.attach(projectId, [tree]);
+    return tree;
   }
 
   async span(caller: Caller, projectId: string, spanId: string): Promise<Api> {
@@ -62,7 +66,9 @@ export class RecordsService {
     const row = await this.records.byId(projectId, spanId);
     if (!row || !(SPAN_TYPES as readonly string[]).includes(row.type)) throw notFound('Span');
     const feedback = await this.records.feedbackOf([row.id]);
-    return recordToApi(row, { includeCounts: true, feedback: feedback.get(row.id) });
+    const api = recordToApi(row, { includeCounts: true, feedback: feedback.get(row.id) });
+    await this.scoring.attach(projectId, [api]);
+    return api;
   }
 
   async session(caller: Caller, projectId: string, sessionId: string): Promise<Api> {
@@ -71,9 +77,11 @@ export class RecordsService {
     if (row?.type !== 'session') throw notFound('Session');
     const traces = await this.records.sessionTraces(projectId, sessionId);
     const feedback = await this.records.feedbackOf([row.id, ...traces.map((t) => t.id)]);
-    return {
+    const api = {
       ...recordToApi(row, { includeCounts: true, feedback: feedback.get(row.id) }),
       traces: traces.map((t) => recordToApi(t, { includeCounts: true, feedback: feedback.get(t.id) })),
     };
+    await this.scoring.attach(projectId, [api]);
+    return api;
   }
 }

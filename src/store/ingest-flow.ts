@@ -8,6 +8,7 @@ import { ValidationError, notFound } from '../domain/errors.ts';
 import type { RecordPatch, SessionRequest, SpansRequest, TracesRequest } from '../domain/ingest.ts';
 import { type Plan, Planner } from '../domain/ingest-plan.ts';
 import type { Pricer } from '../domain/prices/pricer.ts';
+import type { RunScoring } from '../domain/scorer-types.ts';
 import { SPAN_TYPES, type StoredRecord } from '../domain/records.ts';
 
 export type Read =
@@ -31,6 +32,8 @@ export interface Ctx {
   now: number;
   /** The project's prices (llm spans are priced at their created_at). */
   pricer?: Pricer;
+  /** The scorers of the project's runs (rule scores are computed as rows are written). */
+  scoring?: (runId: string) => RunScoring | undefined;
 }
 
 function* loadInto(
@@ -181,6 +184,7 @@ export function* patchFlow(
   runId: string | null,
   now: number,
   pricer?: Pricer,
+  scoring?: (runId: string) => RunScoring | undefined,
 ): Flow<PatchResult> {
   const existing = new Map<string, StoredRecord>();
   yield* loadInto(existing, [id]);
@@ -191,7 +195,7 @@ export function* patchFlow(
     throw notFound(kind === 'trace' ? 'Trace' : 'Span');
   }
   yield* loadInto(existing, [rec.session_id, rec.trace_id]);
-  const p = new Planner({ projectId, runId: rec.run_id, now, existing, pricer });
+  const p = new Planner({ projectId, runId: rec.run_id, now, existing, pricer, scoring });
   const incoming: Record<string, unknown> = { ...patch.raw };
   if (incoming.duration_ns !== undefined) {
     incoming.metrics = { duration_ns: incoming.duration_ns };
@@ -308,4 +312,17 @@ export function* recomputeFlow(
       next: spans.length < limit ? null : { createdAt: Number(last.created_at), id: last.id },
     },
   };
+}
+
+/**
+ * A backfill page: the records `ids` scored again by the inline scorers of `scoring` (only those),
+ * each written when its score changed, in one transaction.
+ */
+export function* rescoreFlow(ctx: Ctx, ids: string[], scoring: RunScoring): Flow<{ changed: number }> {
+  const existing = new Map<string, StoredRecord>();
+  yield* loadInto(existing, ids);
+  const p = new Planner({ ...ctx, existing });
+  let changed = 0;
+  for (const id of ids) if (p.rescore(id, scoring)) changed++;
+  return { plan: changed ? p.finish() : null, runId: ctx.runId, result: { changed } };
 }

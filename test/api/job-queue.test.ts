@@ -179,14 +179,20 @@ for (const kind of storesUnderTest()) {
     test('a worker killed in the middle loses no job: its leases lapse and another takes them', async () => {
       const { repo, store, env } = await setup();
       await repo.enqueue(work(60, 20));
-      const first = await worker({ ...env, JOB_WORKER: 'first', JOB_LEASE_MS: '400' });
+      // The first worker finishes k0..k9; later jobs it holds until it is killed.
+      const first = await worker({ ...env, JOB_WORKER: 'first', JOB_LEASE_MS: '400', JOB_STALL_FROM: '10' });
       children.push(first);
+      // Its four slots end up held by jobs that never finish.
       await waitFor(
         async () =>
           Number(
-            (await sql<{ n: number }>`select count(*) as n from job_test_runs`.execute(store.db)).rows[0].n,
-          ) >= 10,
-        'some jobs to finish',
+            (
+              await sql<{ n: number }>`select count(*) as n from jobs where status = 'running'`.execute(
+                store.db,
+              )
+            ).rows[0].n,
+          ) === 4,
+        'the worker to hold four stalled jobs',
       );
       first.kill('SIGKILL');
       await new Promise((r) => first.once('exit', r));

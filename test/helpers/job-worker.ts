@@ -2,7 +2,7 @@
  * A job-queue worker as its own process, for test/api/job-queue.test.ts: opens the store named by
  * JOB_DB (a SQLite file, or a PostgreSQL URL with JOB_SCHEMA), runs jobs of kind `test.work` with the
  * real queue (services/job-queue.ts) until killed, each writing a row to `job_test_runs` after
- * sleeping the payload's `ms`. Prints `ready` once its queue has started.
+ * sleeping the payload's `ms` (from JOB_STALL_FROM on, never). Prints `ready` once its queue has started.
  */
 import { sql } from 'kysely';
 import { JobQueue } from '../../src/services/job-queue.ts';
@@ -23,6 +23,9 @@ const queue = new JobQueue(new JobsRepo(store.db, store.dialect), {
 queue.handle('test.work', async (job) => {
   const { ms } = job.payload as { ms: number };
   await new Promise((r) => setTimeout(r, ms));
+  // JOB_STALL_FROM=n: jobs k<n> and later never finish here (a worker to kill while it holds jobs).
+  if (Number(job.key.slice(1)) >= Number(process.env.JOB_STALL_FROM ?? Number.POSITIVE_INFINITY))
+    await new Promise(() => {});
   await sql`insert into job_test_runs (job_key, worker) values (${job.key}, ${name})`.execute(store.db);
   return { status: 'done' };
 });

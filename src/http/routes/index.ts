@@ -17,6 +17,7 @@ import recordRoutes from './records.ts';
 import runRoutes from './runs.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
+import scorerRoutes from './scorers.ts';
 import userRoutes from './users.ts';
 import promptTemplateRoutes from './prompt-templates.ts';
 import datasetRoutes from './datasets.ts';
@@ -41,6 +42,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     integrationRoutes,
     signalsRoutes,
     annotationRoutes,
+    scorerRoutes,
     otelRoutes,
     promptTemplateRoutes,
     compatRoutes,

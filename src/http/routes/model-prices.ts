@@ -7,16 +7,14 @@ import {
   ModelPriceList,
   ModelPriceParams,
   ModelsWithoutPrice,
-  RecomputeMetricsRequest,
-  RecomputeMetricsResult,
   RunModelsParams,
   UpdateModelPrice,
 } from '../../schemas/model-prices.ts';
 import type { ModelPriceBody } from '../../services/model-prices.ts';
 
-/** Model prices of a project, the models of a run without a price, and the cost recompute. */
+/** Model prices of a project and the models of a run without a price (the recompute is in routes/scorers.ts). */
 export default async function modelPriceRoutes(app: FastifyInstance) {
-  const { prices, ingest } = app.services;
+  const { prices } = app.services;
   const tags = ['model_prices'];
   type P = { project_id: string };
   type PP = { project_id: string; price_id: string };
@@ -82,19 +80,5 @@ export default async function modelPriceRoutes(app: FastifyInstance) {
       },
     },
     async (req) => prices.modelsWithoutPrice(req.caller, req.params.project_id, req.params.run_id),
-  );
-  app.post<{ Params: P; Body: { log_stream_id?: string | null; experiment_id?: string | null } }>(
-    '/v2/projects/:project_id/recompute-metrics',
-    {
-      schema: {
-        tags,
-        summary:
-          "Recompute the cost of a run's llm spans (and their traces' and sessions' sums) with today's prices",
-        params: ProjectParams,
-        body: RecomputeMetricsRequest,
-        response: withErrors({ 200: RecomputeMetricsResult }),
-      },
-    },
-    async (req) => ingest.recompute(req.caller, req.params.project_id, req.body),
   );
 }

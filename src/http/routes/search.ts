@@ -21,7 +21,7 @@ const SUMMARY: Record<SearchTarget, string> = {
 };
 
 export default async function searchRoutes(app: FastifyInstance) {
-  const { search } = app.services;
+  const { search, scoring } = app.services;
   type P = { project_id: string };
 
   // The trigram indexer (SQLite) runs while the app is up; reader threads stop with it.
@@ -42,10 +42,16 @@ export default async function searchRoutes(app: FastifyInstance) {
         validatorCompiler: compileOpenedUp,
       },
       // The service answers the page as a body already serialized through SearchRecordsPage.
-      async (req, reply) =>
-        reply
+      async (req, reply) => {
+        const page = await search.search(req.caller, req.params.project_id, target, req.body);
+        return reply
           .type('application/json; charset=utf-8')
-          .send(await search.search(req.caller, req.params.project_id, target, req.body)),
+          .send(
+            req.body.include_code_metric_metadata
+              ? await scoring.attachToPage(req.params.project_id, page)
+              : page,
+          );
+      },
     );
     app.post<{ Params: P; Body: ColumnsBody }>(
       `/v2/projects/:project_id/${target}/available_columns`,
@@ -58,7 +64,12 @@ export default async function searchRoutes(app: FastifyInstance) {
           response: withErrors({ 200: AvailableColumns }),
         },
       },
-      async (req) => search.availableColumns(req.caller, req.params.project_id, target, req.body),
+      async (req) =>
+        scoring.describeColumns(
+          req.params.project_id,
+          req.body,
+          await search.availableColumns(req.caller, req.params.project_id, target, req.body),
+        ),
     );
   }
 }

@@ -1,0 +1,134 @@
+/**
+ * Which scorers score a record, and why not when they do not: node types, the scorer's filters (node
+ * name, metadata), and the run's segment filters with their sample rates. Sampling is deterministic
+ * by record id (sha256 of a salt and the id, as Langfuse and Phoenix do), so a record is sampled the
+ * same way on every write, in every process, and in a backfill.
+ */
+import { createHash } from 'node:crypto';
+import type { RecordRow } from './records.ts';
+import type { ActiveScorer, ScoreView, ScorerFilter, SegmentFilter } from './scorer-types.ts';
+
+export type { ScoreView };
+import { evaluateRule } from './scorer-rules.ts';
+import { bleu, rouge } from './text-overlap.ts';
+
+function parse(v: unknown): Record<string, any> {
+  if (v === null || v === undefined) return {};
+  return typeof v === 'string' ? JSON.parse(v) : (v as Record<string, any>);
+}
+
+/** The view of a row (as ingestion writes it, or as read back: JSON as text or parsed). */
+export function viewOf(row: {
+  id: string;
+  type: string;
+  name: string;
+  input_text: string | null;
+  output_text: string | null;
+  user_metadata: unknown;
+  body: unknown;
+  duration_ns: number | null;
+  metrics: unknown;
+}): ScoreView {
+  const cost = parse(row.metrics).cost;
+  return {
+    id: row.id,
+    type: row.type,
+    name: row.name,
+    input: row.input_text,
+    output: row.output_text,
+    groundTruth: parse(row.body).dout ?? null,
+    metadata: parse(row.user_metadata),
+    durationNs: row.duration_ns === null ? null : Number(row.duration_ns),
+    cost: typeof cost === 'number' ? cost : null,
+  };
+}
+
+const SALT = 'spanbase:scoring-sampling:v1:';
+
+/** A record id's place in [0, 1): it is sampled at rate r when below r. */
+export function samplePoint(id: string): number {
+  const h = createHash('sha256')
+    .update(SALT + id)
+    .digest();
+  return h.readUIntBE(0, 6) / 2 ** 48;
+}
+
+export function filterMatches(f: ScorerFilter, v: ScoreView): boolean {
+  if (f.name === 'node_name') {
+    const cs = f.case_sensitive !== false;
+    const name = cs ? v.name : v.name.toLowerCase();
+    const val = cs ? f.value : f.value.toLowerCase();
+    if (f.operator === 'eq') return name === val;
+    if (f.operator === 'ne') return name !== val;
+    return name.includes(val);
+  }
+  const raw = v.metadata[f.key];
+  const have = raw === undefined || raw === null ? null : String(raw);
+  const values = Array.isArray(f.value) ? f.value : [f.value];
+  const hit = have !== null && values.includes(have);
+  return f.operator === 'eq' || f.operator === 'one_of' ? hit : !hit;
+}
+
+function describe(f: ScorerFilter): string {
+  if (f.name === 'node_name') return `node name ${f.operator} "${f.value}"`;
+  return `metadata ${f.key} ${f.operator} ${JSON.stringify(f.value)}`;
+}
+
+export type Decision =
+  | { state: 'score' }
+  /** Not meant for this record type: no entry at all. */
+  | { state: 'skip' }
+  | { state: 'not_computed'; reason: string };
+
+/** Whether `s` scores the record, and the reason when it does not. */
+export function decide(s: ActiveScorer, v: ScoreView, segments: SegmentFilter[]): Decision {
+  if (!s.nodeTypes.includes(v.type)) return { state: 'skip' };
+  for (const f of s.filters)
+    if (!filterMatches(f, v)) return { state: 'not_computed', reason: `filtered out (${describe(f)})` };
+  for (const seg of segments) {
+    if (seg.llm_scorers && s.kind !== 'llm') continue;
+    if (seg.filter && !filterMatches(seg.filter, v)) continue;
+    if (samplePoint(v.id) >= seg.sample_rate)
+      return { state: 'not_computed', reason: `sampled out (sample rate ${seg.sample_rate})` };
+    break;
+  }
+  return { state: 'score' };
+}
+
+export type InlineOutcome = { value: number } | { notApplicable: string };
+
+/** The score of a scorer computed in code (rules, bleu, rouge). */
+export function scoreInline(s: ActiveScorer, v: ScoreView): InlineOutcome {
+  if (s.rule) return evaluateRule(s.rule, v);
+  if (v.output === null) return { notApplicable: 'the record has no output' };
+  if (v.groundTruth === null) return { notApplicable: 'the record has no ground truth' };
+  return { value: s.code === 'bleu' ? bleu(v.output, v.groundTruth) : rouge(v.output, v.groundTruth) };
+}
+
+/**
+ * Ingestion's hook (domain/ingest-plan.ts): writes the inline scores of a row into its metrics JSON,
+ * and removes an inline score the row no longer gets. Answers whether the metrics changed.
+ */
+export function applyInlineScores(
+  row: RecordRow,
+  scorers: ActiveScorer[],
+  segments: SegmentFilter[],
+): boolean {
+  let view: ScoreView | null = null;
+  let metrics: Record<string, number> | null = null;
+  let changed = false;
+  for (const s of scorers) {
+    if (s.kind === 'llm' || !s.nodeTypes.includes(row.type)) continue;
+    view ??= viewOf(row);
+    metrics ??= parse(row.metrics) as Record<string, number>;
+    const d = decide(s, view, segments);
+    const out = d.state === 'score' ? scoreInline(s, view) : null;
+    const value = out && 'value' in out ? out.value : undefined;
+    if (metrics[s.name] === value) continue;
+    if (value === undefined) delete metrics[s.name];
+    else metrics[s.name] = value;
+    changed = true;
+  }
+  if (changed && metrics) row.metrics = Object.keys(metrics).length ? JSON.stringify(metrics) : null;
+  return changed;
+}

@@ -1,0 +1,356 @@
+/**
+ * Online scoring of a run: its scorer settings (the hosted `/runs/{r}/scorer-settings`), the scorers
+ * ingestion applies inline (rules, bleu, rouge: services/ingest.ts hands `forProject` to the flow),
+ * LLM score tasks put on the job queue after a write commits, each record's `metric_info`, the
+ * status per run ("why didn't it run?") and recompute/backfill.
+ *
+ * States come from one place: a (record, scorer) the settings skip (filtered or sampled out) is
+ * decided again on read from the same deterministic rules, so it needs no row; an LLM task's state
+ * and result live in `score_results`; an inline score is the value in the record's metrics.
+ */
+import { valueError } from '../domain/errors.ts';
+import type { RecordRow } from '../domain/records.ts';
+import { encodeIo } from '../domain/records.ts';
+import type { ActiveScorer, RunScoring, SegmentFilter } from '../domain/scorer-types.ts';
+import { type ScoreView, decide, scoreInline, viewOf } from '../domain/scoring-plan.ts';
+import { DAY_US } from '../domain/ingest-plan.ts';
+import { nowUs } from '../domain/time.ts';
+import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
+import type { Caller } from './auth.ts';
+import type { JobQueue } from './job-queue.ts';
+import type { ProjectsService } from './projects.ts';
+import type { RunsService } from './runs.ts';
+import type { ScorersService } from './scorers.ts';
+
+type Obj = Record<string, any>;
+
+export const SCORE_JOB = 'score';
+/** Attempts of an LLM score task (the model-call module retries inside each). */
+export const SCORE_ATTEMPTS = 4;
+/** How long the scorers of a project stay cached for ingestion (a change here clears it at once). */
+const CACHE_MS = 2000;
+/** Records a recompute may touch unless the request raises it. */
+export const RECOMPUTE_CAP = 25_000;
+
+export class ScoringService {
+  private readonly cache = new Map<string, { until: number; gen: number; runs: Map<string, RunScoring> }>();
+
+  constructor(
+    private readonly repo: ScorersRepo,
+    private readonly scorers: ScorersService,
+    private readonly runs: RunsService,
+    private readonly projects: ProjectsService,
+    private readonly queue: JobQueue,
+  ) {}
+
+  // ---- settings ------------------------------------------------------------------------------
+
+  private settingsOut(runId: string, row: { scorers: Obj[]; segment_filters: Obj[] } | null) {
+    return { run_id: runId, scorers: row?.scorers ?? [], segment_filters: row?.segment_filters ?? null };
+  }
+
+  async getSettings(caller: Caller, projectId: string, runId: string) {
+    const run = await this.runs.resolve(caller, projectId, runId);
+    return this.settingsOut(run.id, await this.repo.settings(run.id));
+  }
+
+  /**
+   * POST and PATCH: the scorers list is replaced (enabling metrics replaces the set, as hosted);
+   * segment_filters left out keep their saved value. Each scorer is resolved to a version now, so a
+   * later version does not change what the run scores until the settings are saved again.
+   */
+  async saveSettings(caller: Caller, projectId: string, runId: string, body: Obj) {
+    const run = await this.runs.resolve(caller, projectId, runId);
+    await this.projects.access(caller, projectId, 'editor');
+    if (body.run_id && body.run_id !== run.id)
+      throw valueError(['body', 'run_id'], 'run_id differs from the path');
+    const prior = await this.repo.settings(run.id);
+    const configs: Obj[] = body.scorers ?? prior?.scorers ?? [];
+    const saved: Obj[] = [];
+    const names = new Set<string>();
+    for (const [i, c] of configs.entries()) {
+      const a = await this.scorers.resolve(c, ['body', 'scorers', i]);
+      if (names.has(a.name)) throw valueError(['body', 'scorers', i], `The scorer ${a.name} is listed twice`);
+      names.add(a.name);
+      saved.push({
+        ...c,
+        id: a.id,
+        name: a.name,
+        scorer_type: c.scorer_type,
+        scorer_version: { id: a.versionId, version: a.version },
+      });
+    }
+    const segments: Obj[] = (body.segment_filters ?? prior?.segment_filters ?? []).map((s: Obj) => ({
+      filter: s.filter ?? null,
+      sample_rate: s.sample_rate,
+      llm_scorers: s.llm_scorers ?? false,
+    }));
+    await this.repo.saveSettings(
+      {
+        run_id: run.id,
+        project_id: run.project_id,
+        scorers: saved,
+        segment_filters: segments,
+        updated_at: nowUs(),
+      },
+      caller.id,
+    );
+    this.cache.delete(run.project_id);
+    return this.settingsOut(run.id, { scorers: saved, segment_filters: segments });
+  }
+
+  // ---- what ingestion and reads use ------------------------------------------------------------
+
+  /** The scorers of every run of a project that has settings (cached for CACHE_MS). */
+  async forProject(projectId: string): Promise<Map<string, RunScoring>> {
+    const hit = this.cache.get(projectId);
+    if (hit && hit.until > Date.now() && hit.gen === this.scorers.generation) return hit.runs;
+    const gen = this.scorers.generation;
+    const runs = new Map<string, RunScoring>();
+    for (const s of await this.repo.projectSettings(projectId)) {
+      const scorers: ActiveScorer[] = [];
+      for (const c of s.scorers) {
+        // A scorer deleted since the settings were saved scores nothing (the status route says so).
+        try {
+          scorers.push(await this.scorers.resolve(c, []));
+        } catch {}
+      }
+      if (!scorers.length) continue;
+      runs.set(s.run_id, {
+        runId: s.run_id,
+        scorers,
+        segments: s.segment_filters as unknown as SegmentFilter[],
+        pausedReason: s.paused_reason,
+      });
+    }
+    if (this.cache.size > 10_000) this.cache.clear();
+    this.cache.set(projectId, { until: Date.now() + CACHE_MS, gen, runs });
+    return runs;
+  }
+
+  /**
+   * After a write committed: an LLM score task for each written record an LLM scorer of its run
+   * scores (idempotent per record and scorer version), marked pending on the record. Traces wait
+   * until complete; sessions until they have been quiet a while (the task checks again).
+   */
+  async afterWrite(projectId: string, rows: RecordRow[]): Promise<void> {
+    if (!rows.length) return;
+    const runs = await this.forProject(projectId);
+    if (runs.size) await this.queueTasks(projectId, rows, runs, false);
+  }
+
+  /** A backfill page: LLM score tasks of `ids` for the scorers of `sc`, run again (finished or not). */
+  async requeue(projectId: string, runId: string, ids: string[], sc: RunScoring): Promise<number> {
+    const rows = await this.repo.recordRows(projectId, ids);
+    return this.queueTasks(projectId, rows, new Map([[runId, sc]]), true);
+  }
+
+  private async queueTasks(
+    projectId: string,
+    rows: RecordRow[],
+    runs: Map<string, RunScoring>,
+    reset: boolean,
+  ): Promise<number> {
+    const jobs = [];
+    const pending = [];
+    for (const row of rows) {
+      const sc = runs.get(row.run_id);
+      if (!sc || (row.type === 'trace' && !row.is_complete)) continue;
+      let view: ScoreView | null = null;
+      for (const s of sc.scorers) {
+        if (s.kind !== 'llm' || !s.nodeTypes.includes(row.type)) continue;
+        view ??= viewOf(row);
+        if (decide(s, view, sc.segments).state !== 'score') continue;
+        jobs.push({
+          kind: SCORE_JOB,
+          key: `${row.id}:${s.versionId}`,
+          projectId,
+          runId: row.run_id,
+          payload: { record_id: row.id, scorer_id: s.id, version_id: s.versionId },
+          maxAttempts: SCORE_ATTEMPTS,
+        });
+        pending.push({
+          record_id: row.id,
+          scorer_id: s.id,
+          project_id: projectId,
+          run_id: row.run_id,
+          status: 'pending',
+          reason: sc.pausedReason ? `paused: ${sc.pausedReason}` : 'queued',
+          info: {},
+          cost: null,
+        });
+      }
+    }
+    if (!jobs.length) return 0;
+    await this.repo.putResults(pending, nowUs());
+    return this.queue.enqueue(jobs, { reset });
+  }
+
+  /** `metric_info` of API records, by record id: every scorer of each record's run that applies. */
+  async metricInfo(projectId: string, records: Obj[]): Promise<Map<string, Obj>> {
+    const out = new Map<string, Obj>();
+    const runs = await this.forProject(projectId);
+    const scored = records.filter((r) => runs.has(r.run_id));
+    if (!scored.length) return out;
+    const results = new Map<string, ResultRow>();
+    for (const r of await this.repo.results(scored.map((r) => r.id)))
+      results.set(`${r.record_id}:${r.scorer_id}`, r);
+    for (const rec of scored) {
+      const sc = runs.get(rec.run_id) as RunScoring;
+      const info: Obj = {};
+      const view = apiView(rec);
+      for (const s of sc.scorers) {
+        const entry = infoOf(s, sc, view, rec.metrics ?? {}, results.get(`${rec.id}:${s.id}`));
+        if (entry) info[s.name] = entry;
+      }
+      out.set(rec.id, info);
+    }
+    return out;
+  }
+
+  /** Adds `metric_info` to API records (and their nested spans or traces). */
+  async attach(projectId: string, roots: Obj[]): Promise<void> {
+    const all: Obj[] = [];
+    const walk = (r: Obj) => {
+      all.push(r);
+      for (const k of ['spans', 'traces'] as const) if (Array.isArray(r[k])) r[k].forEach(walk);
+    };
+    roots.forEach(walk);
+    const info = await this.metricInfo(projectId, all);
+    for (const r of all) r.metric_info = info.get(r.id) ?? {};
+  }
+
+  /** A search page's body with `metric_info` on each record (include_code_metric_metadata). */
+  async attachToPage(projectId: string, page: Buffer): Promise<Buffer> {
+    const body = JSON.parse(page.toString('utf8'));
+    await this.attach(projectId, body.records);
+    return Buffer.from(JSON.stringify(body));
+  }
+
+  /**
+   * Available columns (already access-checked) with `scorer_id` and `scorer_config` on the
+   * `metrics/<name>` columns of the run's scorers.
+   */
+  async describeColumns(projectId: string, body: Obj, out: { columns: Obj[] }) {
+    const runId = body.log_stream_id ?? body.experiment_id ?? null;
+    const runs = await this.forProject(projectId);
+    const settings = runId ? [runs.get(runId)].filter((x) => x !== undefined) : [...runs.values()];
+    const byColumn = new Map<string, ActiveScorer>();
+    for (const sc of settings) for (const s of sc.scorers) byColumn.set(`metrics/${s.name}`, s);
+    for (const c of out.columns) {
+      const s = byColumn.get(c.id);
+      if (!s) continue;
+      c.scorer_id = s.id;
+      c.scorer_config = {
+        id: s.id,
+        name: s.name,
+        scorer_type: s.kind === 'llm' ? 'llm' : s.kind === 'rule' ? 'rule' : 'preset',
+        scorer_version: { id: s.versionId, version: s.version },
+        scoreable_node_types: s.nodeTypes,
+        output_type: s.llm?.output_type ?? null,
+      };
+    }
+    return out;
+  }
+
+  // ---- status --------------------------------------------------------------------------------
+
+  async status(caller: Caller, projectId: string, runId: string) {
+    const run = await this.runs.resolve(caller, projectId, runId);
+    const settings = await this.repo.settings(run.id);
+    const counts = await this.repo.resultCounts(run.id);
+    const runs = await this.forProject(run.project_id);
+    const active = runs.get(run.id)?.scorers ?? [];
+    const scorers = [];
+    for (const c of settings?.scorers ?? []) {
+      const a = active.find((s) => s.id === c.id);
+      const rows = counts.filter((x) => x.scorer_id === c.id);
+      scorers.push({
+        id: c.id as string,
+        name: (c.name as string) ?? '',
+        kind: a ? a.kind : 'missing',
+        counts: a
+          ? rows.map((x) => ({ status: x.status, reason: x.reason, count: x.n }))
+          : [{ status: 'not_computed', reason: 'the scorer or its version was deleted', count: 0 }],
+      });
+      if (a && a.kind !== 'llm' && !rows.length) {
+        const last = scorers[scorers.length - 1];
+        last.counts.push({
+          status: 'success',
+          reason: 'computed as records arrive (rule scorers never queue)',
+          count: 0,
+        });
+      }
+    }
+    const dayStart = Math.floor(nowUs() / DAY_US) * DAY_US;
+    return {
+      run_id: run.id,
+      paused_reason: settings?.paused_reason ?? null,
+      spend_today: await this.repo.spendSince(run.id, dayStart),
+      scorers,
+    };
+  }
+
+  /** Resumes a paused run's LLM scorers (its integration was fixed): its tasks are due again. */
+  async resume(runId: string): Promise<void> {
+    await this.repo.setPaused(runId, null);
+    this.cache.clear();
+    await this.queue.wakeRun(runId, SCORE_JOB);
+  }
+
+  pausedRuns(): Promise<string[]> {
+    return this.repo.pausedRuns();
+  }
+}
+
+/** A record's entry for one scorer, or null when the scorer is not for its type. */
+function infoOf(
+  s: ActiveScorer,
+  sc: RunScoring,
+  v: ScoreView,
+  metrics: Obj,
+  r: ResultRow | undefined,
+): Obj | null {
+  const d = decide(s, v, sc.segments);
+  if (d.state === 'skip') return null;
+  if (d.state === 'not_computed') return { status_type: 'not_computed', message: d.reason };
+  if (s.kind !== 'llm') {
+    const value = metrics[s.name];
+    if (typeof value === 'number')
+      return { status_type: 'success', value, display_value: display(value), explanation: null };
+    const out = scoreInline(s, v);
+    if ('notApplicable' in out) return { status_type: 'not_applicable', message: out.notApplicable };
+    return {
+      status_type: 'not_computed',
+      message: 'written before the scorer was enabled; recompute metrics to score it',
+    };
+  }
+  if (!r)
+    return {
+      status_type: 'not_computed',
+      message: 'written before the scorer was enabled; recompute metrics to score it',
+    };
+  if (r.status === 'success') return { status_type: 'success', ...r.info };
+  if (r.status === 'pending' || r.status === 'computing')
+    return { status_type: r.status, message: sc.pausedReason ? `paused: ${sc.pausedReason}` : r.reason };
+  return { status_type: r.status, message: r.reason };
+}
+
+function display(v: number): string {
+  return Number.isInteger(v) ? String(v) : v.toFixed(3);
+}
+
+/** The scoring view of a record in its API shape (reads). */
+export function apiView(r: Obj): ScoreView {
+  return {
+    id: r.id,
+    type: r.type,
+    name: r.name ?? '',
+    input: encodeIo(r.input ?? null).text,
+    output: encodeIo(r.output ?? null).text,
+    groundTruth: r.dataset_output ?? null,
+    metadata: r.user_metadata ?? {},
+    durationNs: r.metrics?.duration_ns ?? null,
+    cost: typeof r.metrics?.cost === 'number' ? r.metrics.cost : null,
+  };
+}
