@@ -28,7 +28,19 @@ export interface Config {
   metricsToken: string | null;
   /** How often the retention job looks for expired records, in milliseconds. */
   retentionIntervalMs: number;
-  /** Outbound requests (webhooks) may go to loopback and private addresses (never link-local). */
+  /** Model calls (src/services/model-calls.ts): the hard timeout of one attempt, in milliseconds. */
+  modelTimeoutMs: number;
+  /** Attempts of one model call, the first included (429, 5xx, timeouts and network errors are retried). */
+  modelMaxAttempts: number;
+  /** Base of the exponential backoff between attempts, in milliseconds (tests set a few). */
+  modelRetryBaseMs: number;
+  /** A call gives up once its next wait would end later than this after it started. */
+  modelRetryMaxTotalMs: number;
+  /** Calls in flight at once per integration (the adaptive rate lowers it on 429). */
+  modelConcurrency: number;
+  /** Largest provider response read, in bytes; a larger one fails the call. */
+  modelMaxResponseBytes: number;
+  /** Allow provider addresses on loopback and private ranges (link-local and metadata stay refused). */
   allowPrivateProviders: boolean;
   /** Attempts of a webhook delivery, and the first retry's wait (doubling after each). */
   webhookMaxAttempts: number;
@@ -100,6 +112,18 @@ export function loadConfig(env: Env = process.env): Config {
     announceBootstrap: env.SPANBASE_QUIET_BOOTSTRAP !== '1',
     metricsToken,
     retentionIntervalMs: intVar(env, 'SPANBASE_RETENTION_INTERVAL_SECONDS', 600, 1, 7 * 24 * 3600) * 1000,
+    modelTimeoutMs: intVar(env, 'SPANBASE_MODEL_TIMEOUT_MS', 60_000, 1, 3_600_000),
+    modelMaxAttempts: intVar(env, 'SPANBASE_MODEL_MAX_ATTEMPTS', 4, 1, 20),
+    modelRetryBaseMs: intVar(env, 'SPANBASE_MODEL_RETRY_BASE_MS', 1000, 0, 600_000),
+    modelRetryMaxTotalMs: intVar(env, 'SPANBASE_MODEL_RETRY_MAX_TOTAL_MS', 600_000, 0, 24 * 3_600_000),
+    modelConcurrency: intVar(env, 'SPANBASE_MODEL_CONCURRENCY', 8, 1, 1000),
+    modelMaxResponseBytes: intVar(
+      env,
+      'SPANBASE_MODEL_MAX_RESPONSE_BYTES',
+      16 * 1024 * 1024,
+      1024,
+      1024 ** 3,
+    ),
     allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
     webhookMaxAttempts: intVar(env, 'SPANBASE_WEBHOOK_MAX_ATTEMPTS', 6, 1, 50),
     webhookRetryBaseMs: intVar(env, 'SPANBASE_WEBHOOK_RETRY_BASE_MS', 5000, 1, 3_600_000),

@@ -16,6 +16,7 @@ import { RetentionRepo } from '../store/retention.ts';
 import { PgTableStats } from '../store/table-stats.ts';
 import { TEXT_INDEX_JOB } from '../store/search-text-pg.ts';
 import { IntegrationsRepo } from '../store/integrations.ts';
+import { ModelCallsRepo } from '../store/model-calls.ts';
 import { ModelPricesRepo } from '../store/model-prices.ts';
 import { ProjectsRepo } from '../store/projects.ts';
 import { RecordsRepo } from '../store/records.ts';
@@ -24,6 +25,7 @@ import { readStores } from '../store/read-stores.ts';
 import { SignalsRepo } from '../store/signals.ts';
 import { TokenUsageRepo } from '../store/token-usage.ts';
 import { UsersRepo } from '../store/users.ts';
+import { PromptTemplatesRepo } from '../store/prompt-templates.ts';
 import { AnnotationQueuesService } from './annotation-queues.ts';
 import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
@@ -35,6 +37,7 @@ import { IngestService } from './ingest.ts';
 import { InsightsService } from './insights.ts';
 import { IntegrationsService } from './integrations.ts';
 import { Keyring } from './keyring.ts';
+import { ModelCallsService } from './model-calls.ts';
 import { ModelPricesService } from './model-prices.ts';
 import { Metrics } from './metrics.ts';
 import { RecordLifecycleService } from './record-lifecycle.ts';
@@ -52,6 +55,7 @@ import { WidgetDataService } from './widget-data.ts';
 import { ALERTS_JOB, AlertsService } from './alerts.ts';
 import { DELIVERY_JOB, NotificationsService } from './notifications.ts';
 import { SIGNALS_JOB, SignalRunsService } from './signal-runs.ts';
+import { PromptTemplatesService } from './prompt-templates.ts';
 
 /** Every service, wired to one store. Routes reach the database only through these. */
 export interface Services {
@@ -85,6 +89,8 @@ export interface Services {
   notifications: NotificationsService;
   signalRuns: SignalRunsService;
   alerts: AlertsService;
+  modelCalls: ModelCallsService;
+  promptTemplates: PromptTemplatesService;
 }
 
 export function createServices(
@@ -194,8 +200,7 @@ export function createServices(
       tickMs: 5000,
     },
   );
-  // Model calls reach Signals through the model-call module (services/model-calls.ts) once it is
-  // wired here; until then runs make the model-free findings and say why the rest was skipped.
+  const modelCalls = new ModelCallsService(new ModelCallsRepo(store.db), integrations, prices, config);
   const signalRuns = new SignalRunsService(
     new SignalRunsRepo(store.db, store.dialect),
     signalsRepo,
@@ -204,7 +209,7 @@ export function createServices(
     notifications,
     clock,
     leasesOf(store.db),
-    null,
+    modelCalls,
   );
   const alerts = new AlertsService(
     new AlertsRepo(store.db),
@@ -245,5 +250,12 @@ export function createServices(
     notifications,
     signalRuns,
     alerts,
+    modelCalls,
+    promptTemplates: new PromptTemplatesService(
+      new PromptTemplatesRepo(store.db, store.dialect),
+      projects,
+      usersRepo,
+      null,
+    ),
   };
 }

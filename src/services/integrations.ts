@@ -384,6 +384,23 @@ export class IntegrationsService {
   }
 
   /**
+   * An integration's kind, settings and token in clear, for the model-call module only (never reachable
+   * over HTTP); undefined when there is no such integration.
+   */
+  async providerSettings(id: string) {
+    const row = await this.repo.byId(id);
+    if (!row) return undefined;
+    return {
+      id: row.id,
+      name: row.name,
+      config: configOf(row),
+      isDisabled: Boolean(row.is_disabled),
+      updatedAt: row.updated_at,
+      token: await this.tokenFor(id),
+    };
+  }
+
+  /**
    * The provider token in clear, for code inside the service that calls the provider. Never reachable
    * over HTTP. Throws when the token was sealed under another key (SPANBASE_SECRET_KEY changed
    * without `spanbase secrets rotate`).
@@ -398,6 +415,11 @@ export class IntegrationsService {
     }
     return this.box.open(sealed.token_ciphertext, tokenAad(id));
   }
+}
+
+/** The settings of an integration as an object (JSON text on SQLite, parsed already on PostgreSQL). */
+export function configOf(row: IntegrationRow): Record<string, any> {
+  return typeof row.config === 'string' ? JSON.parse(row.config) : (row.config as Record<string, any>);
 }
 
 /** Where a share list took the owner role away: its first entry giving a weaker role. */

@@ -220,6 +220,38 @@ export interface IntegrationCollaboratorsTable {
   updated_at: number;
 }
 
+/** One model call Spanbase made (src/services/model-calls.ts), with its spend and outcome. */
+export interface ModelCallsTable {
+  id: string;
+  project_id: string | null;
+  run_id: string | null;
+  integration_id: string | null;
+  integration_name: string;
+  purpose: string;
+  model: string;
+  status: string;
+  error_kind: string | null;
+  error: string | null;
+  provider_status: number | null;
+  tokens_in: number;
+  tokens_out: number;
+  cost_usd: number | null;
+  latency_ms: number;
+  attempts: number;
+  /** JSON array, one entry per attempt. */
+  attempt_log: string;
+  day: string;
+  created_at: number;
+}
+
+/** The integration of a kind a user selected for features to use by default. */
+export interface IntegrationSelectionsTable {
+  user_id: string;
+  name: string;
+  integration_id: string;
+  updated_at: number;
+}
+
 /** The saved Signals configuration of one run (log stream or experiment). */
 export interface SignalsConfigurationsTable {
   id: string;
@@ -497,6 +529,8 @@ export interface DB {
   dashboard_widgets: DashboardWidgetsTable;
   integrations: IntegrationsTable;
   integration_collaborators: IntegrationCollaboratorsTable;
+  model_calls: ModelCallsTable;
+  integration_selections: IntegrationSelectionsTable;
   signals_configurations: SignalsConfigurationsTable;
   annotation_templates: AnnotationTemplatesTable;
   annotations: AnnotationsTable;
@@ -514,4 +548,48 @@ export interface DB {
   alert_events: AlertEventsTable;
   webhooks: WebhooksTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  prompt_templates: PromptTemplatesTable;
+  prompt_template_projects: PromptTemplateProjectsTable;
+  prompt_template_versions: PromptTemplateVersionsTable;
+}
+
+/** A prompt template: of a project (`project_id`), or global and shared with projects. */
+export interface PromptTemplatesTable {
+  id: string;
+  project_id: string | null;
+  name: string;
+  selected_version: number;
+  max_version: number;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A project a global prompt template is shared with. */
+export interface PromptTemplateProjectsTable {
+  template_id: string;
+  project_id: string;
+  created_at: number;
+}
+
+/** One version of a prompt template, with what changed from the version before it. */
+export interface PromptTemplateVersionsTable {
+  id: string;
+  template_id: string;
+  version: number;
+  /** JSON text: a string or a list of chat messages. */
+  template: string;
+  raw: number;
+  /** JSON text of the model settings. */
+  settings: string;
+  output_type: string | null;
+  content_changed: number;
+  settings_changed: number;
+  model_changed: number;
+  lines_added: number;
+  lines_edited: number;
+  lines_removed: number;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
 }

@@ -90,6 +90,16 @@ async function dashboardPart(c: CellContext, kind: 'widgets' | 'sections'): Prom
   return r.body.id;
 }
 
+/** The path of the world's prompt template (and of one of its versions). */
+const promptPath =
+  (version?: number) =>
+  (c: CellContext): Partial<Req> => ({
+    path: {
+      template_id: c.w.ids.prompt_template_id,
+      ...(version === undefined ? {} : { version: String(version) }),
+    },
+  });
+
 /** A model price of the world's project, made by its owner; its id. */
 async function modelPrice(c: CellContext): Promise<string> {
   const r = await c.s.call(
@@ -469,6 +479,52 @@ export const RULES: Record<string, RouteRule> = {
   'POST /v2/projects/{project_id}/annotation_queues/{queue_id}/records/search': project('annotator', {
     build: () => ({ body: { filters: [{ type: 'fully_annotated' }] } }),
   }),
+
+  // --- prompt templates: the world's is a global template shared with its project, so the project
+  // routes and the global ones both follow the caller's role on the project -------------------------
+  'GET /v2/projects/{project_id}/templates': project('viewer'),
+  'POST /v2/projects/{project_id}/templates': project('editor', {
+    build: () => ({ body: { name: uniq('prompt'), template: 'Hello {{name}}' } }),
+  }),
+  'GET /v2/projects/{project_id}/templates/versions': project('viewer', {
+    build: () => ({ query: { template_name: 'world prompt' } }),
+  }),
+  'GET /v2/projects/{project_id}/templates/{template_id}': project('viewer', { build: promptPath() }),
+  'DELETE /v2/projects/{project_id}/templates/{template_id}': project('editor', {
+    destructive: true,
+    build: promptPath(),
+  }),
+  'POST /v2/projects/{project_id}/templates/{template_id}/versions': project('editor', {
+    build: (c) => ({ ...promptPath()(c), body: { template: 'Hi {{name}}' } }),
+  }),
+  'GET /v2/projects/{project_id}/templates/{template_id}/versions/{version}': project('viewer', {
+    build: promptPath(0),
+  }),
+  'PUT /v2/projects/{project_id}/templates/{template_id}/versions/{version}': project('editor', {
+    build: promptPath(0),
+  }),
+  'POST /v2/templates': project('editor', {
+    build: (c) => ({
+      query: { project_id: c.w.ids.project_id },
+      body: { name: uniq('prompt'), template: [{ role: 'user', content: 'Hello {{name}}' }] },
+    }),
+  }),
+  'POST /v2/templates/query': self,
+  'GET /v2/templates/{template_id}': project('viewer', { build: promptPath() }),
+  'PATCH /v2/templates/{template_id}': project('editor', {
+    build: (c) => ({ ...promptPath()(c), body: { name: uniq('renamed') } }),
+  }),
+  'DELETE /v2/templates/{template_id}': project('editor', { destructive: true, build: promptPath() }),
+  'POST /v2/templates/{template_id}/versions': project('editor', {
+    build: (c) => ({ ...promptPath()(c), body: { template: 'Hi {{name}}' } }),
+  }),
+  'POST /v2/templates/{template_id}/versions/query': project('viewer', { build: promptPath() }),
+  'GET /v2/templates/{template_id}/versions/{version}': project('viewer', { build: promptPath(0) }),
+  'PUT /v2/templates/{template_id}/versions/{version}': project('editor', { build: promptPath(0) }),
+  'POST /v2/render_template': {
+    ...self,
+    build: () => ({ body: { template: 'Hi {{name}}', data: { input_strings: ['{"name":"Ada"}'] } } }),
+  },
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -708,6 +764,15 @@ for (const store of storesUnderTest()) {
         await ok('POST', `/v2/projects/${p.id}/annotation_queues/${q.id}/records`, {
           record_ids: [ids.trace_id],
         });
+      }
+      if (has('POST /v2/templates')) {
+        const t = await ok('POST', `/v2/templates?project_id=${p.id}`, {
+          name: uniq('world prompt'),
+          template: 'Hello {{name}}',
+        });
+        ids.prompt_template_id = t.id;
+        // By name in the project: a project template of that name.
+        await ok('POST', `/v2/projects/${p.id}/templates`, { name: 'world prompt', template: 'Hi' });
       }
       if (has('PUT /v2/projects/{project_id}/log_streams/{log_stream_id}/trends')) {
         const d = await ok('PUT', `/v2/projects/${p.id}/log_streams/${ls.id}/trends`, { name: 'world' });

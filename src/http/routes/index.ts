@@ -19,6 +19,7 @@ import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import userRoutes from './users.ts';
 import alertRoutes from './alerts.ts';
+import promptTemplateRoutes from './prompt-templates.ts';
 
 /** Every route group; each file owns one resource group. */
 export async function registerRoutes(app: FastifyInstance): Promise<void> {
@@ -38,6 +39,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     signalsRoutes,
     annotationRoutes,
     otelRoutes,
+    promptTemplateRoutes,
     compatRoutes,
     docsRoutes,
     consoleRoutes,

@@ -19,6 +19,8 @@ import * as pgTextGinDirect from './017_pg_text_gin_direct.ts';
 import * as pgTextGinBulk from './018_pg_text_gin_bulk.ts';
 import * as pgRunTypeCreatedSlim from './019_pg_run_type_created_slim.ts';
 import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
+import * as modelCalls from './020_model_calls.ts';
+import * as promptTemplates from './022_prompt_templates.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -42,4 +44,6 @@ export const migrations: Record<string, Migration> = {
   '018_pg_text_gin_bulk': pgTextGinBulk,
   '019_pg_run_type_created_slim': pgRunTypeCreatedSlim,
   '028_signals_runs_alerts': signalsRunsAlerts,
+  '020_model_calls': modelCalls,
+  '022_prompt_templates': promptTemplates,
 };
