@@ -19,6 +19,7 @@ const BENCHES = [
   'lifecycle',
   'console',
   'console-dashboards',
+  'signals',
 ] as const;
 const passThrough = process.argv.slice(2);
 const failed: string[] = [];
