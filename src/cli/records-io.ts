@@ -16,6 +16,7 @@ import { SingleBar } from 'cli-progress';
 import type { Config } from '../config.ts';
 import { startServices } from '../server.ts';
 import type { Caller } from '../services/auth.ts';
+import type { AddedRecord } from '../services/ingest.ts';
 import type { Services } from '../services/index.ts';
 
 export const IMPORT_BATCH_RECORDS = 2000;
@@ -199,9 +200,9 @@ export interface ImportTarget extends Target {
 }
 
 /**
- * Loads a file of JSON lines. On failure nothing of it stays when the import made the project or
- * log stream (they are deleted again); in a log stream that was there, the batches written before the
- * failure stay, and the error says how many records they added.
+ * Loads a file of JSON lines. On failure nothing of it stays: the project or log stream the import
+ * made is deleted again, and in a log stream that was there, the records its batches inserted are
+ * (those they only updated, stored already, keep the file's values).
  */
 /** `added`: records the import created; `records`: records it sent (the rest were stored already). */
 export async function importRecords(
@@ -219,17 +220,20 @@ export async function importRecords(
     const bar = progress(size, 'bytes');
     const inFlight = new Set<Promise<void>>();
     let failure: unknown = null;
+    const inserted: AddedRecord[] = [];
     let added = 0;
     let records = 0;
     let lines = 0;
     let batch = { sessions: new Map<string, Obj>(), traces: [] as Obj[], records: 0, bytes: 0 };
     const send = (b: typeof batch) => {
       const p = s.ingest
-        .traces(caller, projectId, {
-          log_stream_id: logStreamId,
-          sessions: [...b.sessions.values()],
-          traces: b.traces,
-        })
+        .traces(
+          caller,
+          projectId,
+          { log_stream_id: logStreamId, sessions: [...b.sessions.values()], traces: b.traces },
+          {},
+          { onAdded: (rows) => inserted.push(...rows) },
+        )
         .then(
           (answer) => {
             added += answer.records_added;
@@ -284,15 +288,16 @@ export async function importRecords(
     }
     if (failure) {
       await Promise.all(inFlight);
+      await s.lifecycle.deleteAdded(caller, projectId, logStreamId, inserted);
       await undo();
-      throw new Error(importFailure(failure, added, t));
+      throw new Error(importFailure(failure, t));
     }
     return { added, records, lines };
   });
 }
 
 /** Why an import stopped, with what to do about an id that is another record's. */
-function importFailure(failure: unknown, added: number, t: ImportTarget): string {
+function importFailure(failure: unknown, t: ImportTarget): string {
   const items = (failure as { items?: { msg: string; input?: unknown }[] }).items;
   const text = failure instanceof Error ? failure.message : String(failure);
   let message = `import stopped: ${text}${items ? ` ${JSON.stringify(items).slice(0, 500)}` : ''}`;
@@ -300,6 +305,5 @@ function importFailure(failure: unknown, added: number, t: ImportTarget): string
     message +=
       '\nThe file holds ids of records stored in another project or log stream (an export loaded ' +
       'elsewhere): give --new-ids to import a copy under new ids.';
-  if (added > 0) message += `\nRecords the batches before it added stay in the log stream: ${added}.`;
   return message;
 }

@@ -26,6 +26,12 @@ import type { Plan } from '../domain/ingest-plan.ts';
 
 type Obj = Record<string, unknown>;
 
+/** A record a request inserted (not one it updated). */
+export interface AddedRecord {
+  id: string;
+  type: string;
+}
+
 function targetOut(run: RunRow) {
   return {
     log_stream_id: run.kind === 'log_stream' ? run.id : null,
@@ -84,14 +90,15 @@ export class IngestService {
 
   /**
    * `POST /traces`. `opts.sessionPerTrace` (internal): new traces that name no session get a session
-   * each rather than one shared by the request.
+   * each rather than one shared by the request. `opts.onAdded` (internal) hears the records the
+   * request inserted, once they are committed (`spanbase import` removes them again on a failure).
    */
   async traces(
     caller: Caller,
     projectId: string,
     body: unknown,
     query: Obj = {},
-    opts: { sessionPerTrace?: boolean } = {},
+    opts: { sessionPerTrace?: boolean; onAdded?: (records: AddedRecord[]) => void } = {},
   ) {
     const now = nowUs();
     const req = parseTracesRequest(body, query, now);
@@ -104,6 +111,7 @@ export class IngestService {
       () => tracesFlow(req, { projectId, runId: run.id, now, pricer, scoring }),
       req.records.length + req.sessions.length,
     );
+    opts.onAdded?.((plan?.inserts ?? []).map((r) => ({ id: r.id, type: r.type })));
     if (scoring) await this.afterWrite(projectId, plan);
     return {
       project_id: projectId,

@@ -16,6 +16,7 @@ import { HttpError, valueError } from '../domain/errors.ts';
 import { ROOT_TYPES, type RecordDeletes, type RootKind } from '../store/record-deletes.ts';
 import type { RecordSelection, Selection } from '../store/record-selection.ts';
 import type { Caller } from './auth.ts';
+import type { AddedRecord } from './ingest.ts';
 import type { Metrics } from './metrics.ts';
 import type { ProjectsService } from './projects.ts';
 import { type ExportOptions, csvHeader, exportChunk } from './record-export.ts';
@@ -108,6 +109,20 @@ export class RecordLifecycleService {
     return {
       message: `Deleted ${counted(roots, kind)} (${counted(records, 'record')} with those below them)`,
     };
+  }
+
+  /**
+   * Removes records a run gained (`spanbase import` undoing its batches after a failure): sessions,
+   * then traces, then spans, each with what hangs below it (records added under added ones, since
+   * a record keeps its session, trace and parent); those gone with an earlier root are skipped.
+   */
+  async deleteAdded(caller: Caller, projectId: string, runId: string, records: readonly AddedRecord[]) {
+    await this.projects.access(caller, projectId, 'editor');
+    for (const kind of ['session', 'trace', 'span'] as const) {
+      const ids = records.filter((r) => ROOT_TYPES[kind].includes(r.type)).map((r) => r.id);
+      for (let i = 0; i < ids.length; i += DELETE_BATCH)
+        await this.deletes.deleteRoots(runId, kind, ids.slice(i, i + DELETE_BATCH));
+    }
   }
 
   /** Checks the request and answers the stream to send (nothing is read before the first pull). */

@@ -243,6 +243,30 @@ for (const store of storesUnderTest()) {
       );
     });
 
+    test('a failed import into a log stream that was there removes the records its batches added', () => {
+      const traces = () =>
+        cli(['export', '--project', 'src-app', '--log-stream', 'prod', '--root-type', 'trace'], env)
+          .stdout.trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).id)
+          .sort();
+      const before = traces();
+      assert.equal(before.length, 3);
+      // 1000 traces with a span each fill the first batch (IMPORT_BATCH_RECORDS), written before the
+      // bad last line is read.
+      const file = path.join(dataDir, 'late-failure.jsonl');
+      fs.writeFileSync(file, `${traceLines(1000)}\nnot json\n`);
+      const r = cli(['import', file, '--project', 'src-app', '--log-stream', 'prod'], env);
+      assert.equal(r.status, 1);
+      assert.match(r.stderr, /line 1001: not JSON/);
+      assert.deepEqual(traces(), before, 'the traces that were there stay, no others');
+      const sessions = cli(
+        ['export', '--project', 'src-app', '--log-stream', 'prod', '--root-type', 'session'],
+        env,
+      ).stdout.trim();
+      assert.equal(sessions.split('\n').length, 1, 'the session the file brought is gone too');
+    });
+
     test('export --format csv --columns keeps id and type first', () => {
       const r = cli(
         [

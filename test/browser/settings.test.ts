@@ -100,6 +100,13 @@ for (const store of storesUnderTest()) {
       await page.locator('[data-token-state="set"]').waitFor();
       assert.equal(await page.getByLabel('Token').inputValue(), '', 'the token field is emptied');
       assert.ok(!(await page.content()).includes('sk-browser-secret-token'), 'the token is not in the page');
+      // Reloaded, the form shows the saved endpoint and use case; the token stays write-only.
+      await page.reload();
+      await page.locator('[data-token-state="set"]').waitFor();
+      assert.equal(await page.getByLabel('Endpoint').inputValue(), 'https://gateway.example.com/v1');
+      assert.equal(await page.getByLabel('Use case').inputValue(), 'chat');
+      assert.equal(await page.getByLabel('Token').inputValue(), '');
+      assert.ok(!(await page.content()).includes('sk-browser-secret-token'), 'nor after a reload');
       const [integration] = await api('GET', '/v2/integrations');
       const section = page.locator(`[data-integration-id="${integration.id}"]`);
 

@@ -55,6 +55,14 @@ export type ApiKey = Static<typeof ApiKeySchema>;
 export type CreatedApiKey = Static<typeof CreatedApiKeySchema>;
 export type Group = Static<typeof GroupSchema>;
 export type Integration = Static<typeof IntegrationSchema>;
+/** GET /v2/integrations/example_gateway: the saved settings of the caller's gateway (no token). */
+// (Written out: the server's IntegrationSettings views are built by a helper TypeBox cannot type.)
+export interface GatewaySettings {
+  id: string;
+  name: 'example_gateway';
+  endpoint: string;
+  use_case: string;
+}
 export type UserCollaborator = Static<typeof UserCollaboratorSchema>;
 export type GroupCollaborator = Static<typeof GroupCollaboratorSchema>;
 export type SignalsEnvelope = Static<typeof SignalsConfigurationEnvelope>;

@@ -2,7 +2,7 @@ import type { FormEvent } from 'react';
 import { ErrorNote, Loading } from '../../components/ErrorNote.tsx';
 import { Field, FormProblem, useFormErrors } from '../../components/Field.tsx';
 import { get, post, put } from '../../lib/api.ts';
-import type { Integration } from '../../lib/api-types.ts';
+import type { GatewaySettings, Integration } from '../../lib/api-types.ts';
 import { formatTime } from '../../lib/format.ts';
 import { useApi } from '../../lib/use-api.ts';
 import { SettingsHeader } from './SettingsHeader.tsx';
@@ -14,11 +14,19 @@ const allowed = (i: Integration, action: string) =>
   i.permissions.some((p) => p.action === action && p.allowed);
 
 /**
- * The caller's gateway integration: endpoint, use case and token. The token is write-only: the API
- * never answers it, so the page shows only that it is set and when it last changed, and each save
- * sends a token again.
+ * The caller's gateway integration: endpoint, use case and token, the first two filled in with what
+ * is saved. The token is write-only: the API never answers it, so the page shows only that it is set
+ * and when it last changed, and each save sends a token again.
  */
-function GatewayForm({ mine, onSaved }: { mine: Integration | undefined; onSaved: () => void }) {
+function GatewayForm({
+  mine,
+  saved,
+  onSaved,
+}: {
+  mine: Integration | undefined;
+  saved: GatewaySettings | undefined;
+  onSaved: () => void;
+}) {
   const { errors, busy, submit } = useFormErrors(GATEWAY_FIELDS);
   async function save(e: FormEvent<HTMLFormElement>) {
     e.preventDefault();
@@ -41,16 +49,30 @@ function GatewayForm({ mine, onSaved }: { mine: Integration | undefined; onSaved
       <h2 id="gateway-title">
         {mine ? 'Update your gateway integration' : 'Create your gateway integration'}
       </h2>
-      <p className="muted">
-        One per user. The endpoint and use case are not read back by the API: enter them with each save.
-      </p>
+      <p className="muted">One per user. The token is not read back by the API: enter it with each save.</p>
       <Field label="Endpoint" error={errors.fields.endpoint}>
         {(c) => (
-          <input {...c} name="endpoint" type="url" required placeholder="https://gateway.example.com/v1" />
+          <input
+            {...c}
+            name="endpoint"
+            type="url"
+            required
+            defaultValue={saved?.endpoint}
+            placeholder="https://gateway.example.com/v1"
+          />
         )}
       </Field>
       <Field label="Use case" error={errors.fields.use_case}>
-        {(c) => <input {...c} name="use_case" required maxLength={255} placeholder="chat" />}
+        {(c) => (
+          <input
+            {...c}
+            name="use_case"
+            required
+            maxLength={255}
+            defaultValue={saved?.use_case}
+            placeholder="chat"
+          />
+        )}
       </Field>
       <Field
         label="Token"
@@ -84,6 +106,9 @@ export function IntegrationsPage() {
   const list = useApi('integrations', () => get<Integration[]>('/v2/integrations'));
   // The caller's own gateway (the one a PUT updates) is the selected one.
   const mine = list.data?.find((i) => i.name === 'example_gateway' && i.is_selected);
+  const saved = useApi(mine ? `gateway-settings-${mine.id}-${mine.updated_at}` : null, () =>
+    get<GatewaySettings>('/v2/integrations/example_gateway'),
+  );
   return (
     <>
       <SettingsHeader current="Integrations" />
@@ -92,7 +117,18 @@ export function IntegrationsPage() {
       {list.data && (
         <>
           <section className="section settings-section">
-            <GatewayForm mine={mine} onSaved={list.reload} />
+            {mine && saved.error && <ErrorNote error={saved.error} retry={saved.reload} />}
+            {mine && !saved.data && !saved.error ? (
+              <Loading what="your gateway integration" />
+            ) : (
+              <GatewayForm
+                // Filled in again when the saved values change (the previous ones stay while they load).
+                key={saved.data ? `${saved.data.endpoint}\n${saved.data.use_case}` : 'new'}
+                mine={mine}
+                saved={mine ? saved.data : undefined}
+                onSaved={list.reload}
+              />
+            )}
           </section>
           {list.data.map((i) => (
             <section
