@@ -5,7 +5,7 @@
  * says so too).
  */
 import { type FormEvent, useMemo, useState } from 'react';
-import { useParams } from 'react-router';
+import { useParams, useSearchParams } from 'react-router';
 import { templateVariables } from '../../../src/domain/templates.ts';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -61,10 +61,16 @@ export function PlaygroundPage() {
   const models = useApi(`models/${chosen?.name ?? ''}`, () =>
     chosen ? get<string[]>(`/v2/llm_integrations/${chosen.name}/models`) : Promise.resolve([] as string[]),
   );
-  const [model, setModel] = useState('');
-  const [system, setSystem] = useState('');
-  const [user, setUser] = useState('');
-  const [values, setValues] = useState<Record<string, string>>({});
+  // A prefill from the URL (e.g. a prompt template version with a dataset row), so a reload keeps it.
+  const [search] = useSearchParams();
+  const [model, setModel] = useState(search.get('model') ?? '');
+  const [system, setSystem] = useState(search.get('system') ?? '');
+  const [user, setUser] = useState(search.get('user') ?? '');
+  const [values, setValues] = useState<Record<string, string>>(() =>
+    Object.fromEntries([...search].filter(([k]) => k.startsWith('var.')).map(([k, v]) => [k.slice(4), v])),
+  );
+  const temperature = search.get('temperature');
+  const maxTokens = search.get('max_tokens');
   const [reply, setReply] = useState('');
   const [result, setResult] = useState<PlaygroundResult | null>(null);
   const [problem, setProblem] = useState<string | null>(null);
@@ -90,6 +96,8 @@ export function PlaygroundPage() {
             { role: 'user', content: user },
           ],
           variables: vars,
+          ...(temperature ? { temperature: Number(temperature) } : {}),
+          ...(maxTokens ? { max_tokens: Number(maxTokens) } : {}),
           stream: true,
         },
         (line) => {

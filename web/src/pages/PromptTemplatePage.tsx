@@ -1,5 +1,5 @@
 import { type FormEvent, useState } from 'react';
-import { useParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import { type TemplateContent, contentText, lineDiff } from '../../../src/domain/prompt-templates.ts';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
@@ -18,6 +18,21 @@ function Changes({ v }: { v: TemplateVersion }) {
   if (v.model_changed) parts.push('model');
   if (v.settings_changed) parts.push('settings');
   return <span className="muted small">{parts.length ? parts.join(' · ') : 'no change'}</span>;
+}
+
+/** The playground's URL prefilled with a version's messages and model settings (see PlaygroundPage). */
+function playgroundUrl(projectId: string, v: TemplateVersion): string {
+  const messages = typeof v.template === 'string' ? [{ role: 'user', content: v.template }] : v.template;
+  const join = (keep: (role: string) => boolean) =>
+    messages
+      .filter((m) => keep(m.role))
+      .map((m) => m.content)
+      .join('\n\n');
+  const q = new URLSearchParams({ system: join((r) => r === 'system'), user: join((r) => r !== 'system') });
+  if (v.settings.model_alias) q.set('model', v.settings.model_alias);
+  if (v.settings.temperature !== undefined) q.set('temperature', String(v.settings.temperature));
+  if (typeof v.settings.max_tokens === 'number') q.set('max_tokens', String(v.settings.max_tokens));
+  return `/projects/${projectId}/playground?${q}`;
 }
 
 /** Two versions side by side, line against line, with their settings. */
@@ -299,6 +314,13 @@ export function PromptTemplatePage() {
                           {v.created_by_user && <div className="muted small">{v.created_by_user.email}</div>}
                         </td>
                         <td>
+                          <Link
+                            className="button small"
+                            to={playgroundUrl(projectId, v)}
+                            aria-label={`Open v${v.version} in the playground`}
+                          >
+                            Playground
+                          </Link>{' '}
                           {v.version === t.data?.selected_version.version ? (
                             <span className="tag selected">Selected</span>
                           ) : (
