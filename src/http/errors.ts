@@ -146,7 +146,8 @@ export function installErrorHandling(
 
   app.setNotFoundHandler((req, reply) => {
     const allowed = allowedMethods(req);
-    if (allowed.length > 0)
+    // A route of this method that answered not found itself (a missing static file) stays a 404.
+    if (allowed.length > 0 && !allowed.includes(req.method))
       return reply
         .code(405)
         .header('allow', allowed.join(', '))

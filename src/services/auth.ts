@@ -53,7 +53,8 @@ const KEY_HEADERS = 'the Service-API-Key (or Platform-AO-API-Key, or Galileo-API
 const WHERE_CREDENTIALS_GO =
   `Send an API key in ${KEY_HEADERS}, a token from POST /v2/login/api_key (or POST /login) as ` +
   'Authorization: Bearer <token>, or email and password as HTTP Basic.';
-const UNKNOWN_KEY = `This API key is not known (check it was copied whole). ${WHERE_CREDENTIALS_GO}`;
+const KEY_NOT_KNOWN = 'This API key is not known (check it was copied whole).';
+const UNKNOWN_KEY = `${KEY_NOT_KNOWN} ${WHERE_CREDENTIALS_GO}`;
 const KEY_AS_BEARER =
   `An API key is not a bearer token: send it in ${KEY_HEADERS}, or exchange it for a bearer token ` +
   'with POST /v2/login/api_key {"api_key": "..."} and send that as Authorization: Bearer <token>.';
@@ -155,7 +156,8 @@ export class AuthService {
     const found = await this.userForKey(key);
     if ('refused' in found) {
       this.throttle.fail(keys);
-      throw unauthorized(found.refused);
+      // The key came in a body, not a header: advice about headers would mislead here.
+      throw unauthorized(found.refused === UNKNOWN_KEY ? KEY_NOT_KNOWN : found.refused);
     }
     return found.user;
   }

@@ -107,7 +107,7 @@ for (const store of storesUnderTest()) {
         ip,
       });
       assert.equal(badKey.statusCode, 401);
-      assert.equal(JSON.parse(badKey.body).detail, 'Invalid API key');
+      assert.equal(JSON.parse(badKey.body).detail, 'This API key is not known (check it was copied whole).');
     });
 
     test('a body without credentials, or with both kinds, answers 422 at the fault', async () => {
