@@ -23,6 +23,7 @@ const BENCHES = [
   'console-dashboards',
   'model-calls',
   'datasets',
+  'signals',
 ] as const;
 const passThrough = process.argv.slice(2);
 const failed: string[] = [];

@@ -1,5 +1,6 @@
 /** Webhook bodies, their signature, and the retry schedule of a failed delivery. */
 import crypto from 'node:crypto';
+import { hostRefusal } from './provider-address.ts';
 
 export const WEBHOOK_FORMATS = ['json', 'slack'] as const;
 export const SIGNATURE_HEADER = 'x-spanbase-signature';
@@ -46,4 +47,20 @@ export function slackText(e: NotificationEvent): string {
 /** The body sent for an event in a webhook's format. */
 export function webhookBody(format: string, e: NotificationEvent): string {
   return JSON.stringify(format === 'slack' ? { text: slackText(e) } : e);
+}
+
+/**
+ * Why a webhook URL is not usable (scheme, credentials, a metadata host), or null. Its addresses are
+ * judged when connecting, by the same guard as model calls (services/provider-fetch.ts).
+ */
+export function urlProblem(text: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(text);
+  } catch {
+    return 'Not a valid URL';
+  }
+  if (u.protocol !== 'https:' && u.protocol !== 'http:') return 'The URL must use http or https';
+  if (u.username || u.password) return 'The URL must not hold credentials';
+  return hostRefusal(u.hostname);
 }

@@ -8,14 +8,14 @@ import crypto from 'node:crypto';
 import type { Clock } from '../domain/clock.ts';
 import { notFound, valueError } from '../domain/errors.ts';
 import { newId } from '../domain/ids.ts';
-import { urlProblem } from '../domain/outbound-address.ts';
 import { SecretBox } from '../domain/secretbox.ts';
 import { toIso } from '../domain/time.ts';
 import {
-  SIGNATURE_HEADER,
   type NotificationEvent,
+  SIGNATURE_HEADER,
   backoffMs,
   signBody,
+  urlProblem,
   webhookBody,
 } from '../domain/webhooks.ts';
 import type { Leases } from '../store/leases.ts';
@@ -23,7 +23,7 @@ import type { DeliveryRow, WebhookRow, WebhooksRepo } from '../store/webhooks.ts
 import type { Caller } from './auth.ts';
 import type { Keyring } from './keyring.ts';
 import { LeasedJob } from './leased-job.ts';
-import { postJson } from './outbound-post.ts';
+import { guardedFetch } from './provider-fetch.ts';
 import type { ProjectsService } from './projects.ts';
 
 export const DELIVERY_JOB = 'webhook-deliveries';
@@ -47,6 +47,8 @@ const us = (ms: number) => ms * 1000;
 export class NotificationsService implements Notifier {
   readonly job: LeasedJob;
   private readonly box: SecretBox;
+  /** Connects only where model calls may (link-local and metadata never; private when allowed). */
+  private readonly fetch: typeof fetch;
 
   constructor(
     private readonly repo: WebhooksRepo,
@@ -57,6 +59,7 @@ export class NotificationsService implements Notifier {
     private readonly opts: DeliveryOptions,
   ) {
     this.box = new SecretBox(keyring.derive('webhooks'));
+    this.fetch = guardedFetch({ allowPrivate: opts.allowPrivate, maxResponseBytes: 64 * 1024 });
     this.job = new LeasedJob(DELIVERY_JOB, leases, opts.tickMs, async (signal) => {
       await this.deliverDue(signal);
       return signal.aborted ? 'stopped' : 'done';
@@ -171,14 +174,15 @@ export class NotificationsService implements Notifier {
     let error: string | null = null;
     try {
       const secret = this.box.open(hook.secret_ciphertext, secretAad(hook.id));
-      const res = await postJson(
-        hook.url,
-        d.body,
-        { [SIGNATURE_HEADER]: signBody(secret, d.body) },
-        this.opts,
-      );
+      const res = await this.fetch(hook.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', [SIGNATURE_HEADER]: signBody(secret, d.body) },
+        body: d.body,
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      });
       status = res.status;
-      if (status < 200 || status >= 300) error = `Answered ${status}: ${res.body.slice(0, 300)}`;
+      const text = await res.text();
+      if (status < 200 || status >= 300) error = `Answered ${status}: ${text.slice(0, 300)}`;
     } catch (err) {
       error = err instanceof Error ? err.message : String(err);
     }

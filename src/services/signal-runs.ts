@@ -31,7 +31,7 @@ import type { SignalsRepo } from '../store/signals.ts';
 import type { SignalsConfigurationsTable } from '../store/tables.ts';
 import type { Caller } from './auth.ts';
 import { LeasedJob } from './leased-job.ts';
-import type { ModelCaller } from './model-caller.ts';
+import type { ModelCallsService } from './model-calls.ts';
 import type { Notifier } from './notifications.ts';
 import type { ProjectsService } from './projects.ts';
 import type { RunsService } from './runs.ts';
@@ -73,7 +73,8 @@ export class SignalRunsService {
     private readonly notifier: Notifier,
     private readonly clock: Clock,
     leases: Leases,
-    private readonly modelCalls: ModelCaller | null,
+    /** Signals reaches models only through the model-call module. */
+    private readonly modelCalls: Pick<ModelCallsService, 'call'>,
     private readonly opts: SignalRunsOptions = DEFAULT_SIGNAL_RUN_OPTIONS,
   ) {
     this.job = new LeasedJob(SIGNALS_JOB, leases, opts.tickMs, async (signal) => {
@@ -205,9 +206,6 @@ export class SignalRunsService {
       if (!c?.integration_id || !c.model) {
         result.skipped_reason =
           'No integration and model are configured: only the model-free findings were made';
-      } else if (!this.modelCalls) {
-        result.skipped_reason =
-          'Model calls are not available on this server: only the model-free findings were made';
       } else if (!selected.length) {
         result.skipped_reason = 'No records since the previous run';
       } else {

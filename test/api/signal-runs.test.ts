@@ -14,6 +14,7 @@ import { startServices } from '../../src/server.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { insertRecords } from '../property/support.ts';
+import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 
 const HOUR = 3_600_000;
 const MIN = 60_000;
@@ -39,16 +40,28 @@ async function receiver() {
 for (const store of storesUnderTest()) {
   describe(`signals runs and alerts [${store}]`, () => {
     let s: TestServer;
+    let fake: FakeProvider;
     // A whole hour plus a little: slots are on the hour.
     const clock = new ManualClock(Math.ceil(Date.now() / HOUR) * HOUR + 5 * MIN);
     before(async () => {
       s = await startTestServer(
         store,
-        { SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1', SPANBASE_WEBHOOK_RETRY_BASE_MS: '1' },
+        {
+          SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1',
+          SPANBASE_WEBHOOK_RETRY_BASE_MS: '1',
+          SPANBASE_MODEL_RETRY_BASE_MS: '1',
+          SPANBASE_MODEL_MAX_ATTEMPTS: '2',
+        },
         { clock },
       );
+      fake = await startFakeProvider();
+      // Deliveries and alert evaluations are driven by the tests, not raced by the background passes.
+      await Promise.all([s.running.services.notifications.job.stop(), s.running.services.alerts.job.stop()]);
     });
-    after(() => s.close());
+    after(async () => {
+      await fake.close();
+      await s.close();
+    });
     const services = () => s.running.services;
 
     async function scheduled(projectId: string, logStreamId: string, extra: Record<string, unknown> = {}) {
@@ -226,6 +239,122 @@ for (const store of storesUnderTest()) {
       }
     });
 
+    test('with an integration: the model sees a sample and memory; a cited id it was not shown is dropped; a repeat merges', async () => {
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      const integ = await s.call('PUT', '/v2/integrations/example_gateway', {
+        endpoint: fake.url,
+        use_case: 'signals',
+        token: 'sk-fake-signals-token',
+      });
+      assert.equal(integ.status, 200, integ.text);
+      const cfg = `/v2/projects/${projectId}/runs/${logStreamId}/signals/configuration`;
+      const put = await s.call('PUT', cfg, {
+        integration_id: integ.body.id,
+        model: 'fake-model',
+        user_preferences: { focus_on: 'refunds', dont_focus_on: 'greetings' },
+        notification_severities: ['CRITICAL'],
+      });
+      assert.equal(put.status, 200, put.text);
+      const now = clock.now() * 1000;
+      const ids = await insertRecords(
+        services().store,
+        projectId,
+        logStreamId,
+        Array.from({ length: 6 }, (_, i) => ({
+          type: 'trace',
+          name: 'chat',
+          created_at: now - (20 - i) * 60e6,
+          duration_ns: 1e8,
+          input_text: `refund request ${i}`,
+          output_text: i < 3 ? 'I cannot help with refunds.' : 'Done.',
+        })),
+      );
+      let sameAs: string | null = null;
+      fake.reply = (body) => {
+        const user = body.messages.find((m: any) => m.role === 'user').content as string;
+        const shown = [...user.matchAll(/id=([0-9a-f-]{36})/g)].map((m) => m[1]);
+        const refused = shown.filter((id) => ids.indexOf(id) < 3 || ids.indexOf(id) === 5);
+        return JSON.stringify({
+          signals: [
+            {
+              title: 'Refund requests refused',
+              observation: 'The assistant refuses refunds it should process.',
+              details: 'Seen in several traces.',
+              suggested_action: 'Give the assistant the refund tool.',
+              severity: 'CRITICAL',
+              same_as: sameAs,
+              record_ids: [...refused, '11111111-1111-4111-8111-111111111111'],
+              examples: [
+                { record_id: refused[0], narrative: 'The user asked for a refund and was refused.' },
+              ],
+            },
+          ],
+        });
+      };
+      await s.call('POST', `/v2/projects/${projectId}/runs/${logStreamId}/signals/runs`);
+      let runs = await settle(projectId, logStreamId);
+      assert.equal(runs[0].status, 'succeeded', JSON.stringify(runs[0]));
+      assert.equal(runs[0].skipped_reason, null);
+      assert.equal(runs[0].records_sampled, 6);
+      assert.ok(runs[0].tokens_in > 0 && runs[0].tokens_out > 0, JSON.stringify(runs[0]));
+      assert.match(runs[0].error, /Not believed: the model cited 1 record id/);
+      const request = fake.requests.at(-1)!;
+      assert.equal(request.body.model, 'fake-model');
+      const prompt = request.body.messages.map((m: any) => m.content).join('\n');
+      assert.match(prompt, /Focus on: refunds/);
+      assert.match(prompt, /Do not focus on: greetings/);
+      const list = await s.call(
+        'GET',
+        `/v2/projects/${projectId}/runs/${logStreamId}/signals?severity=CRITICAL`,
+      );
+      assert.equal(list.body.signals.length, 1);
+      const signal = list.body.signals[0];
+      assert.equal(signal.source, 'model');
+      assert.deepEqual(
+        signal.all_occurrences.map((o: any) => o.record_id).sort(),
+        [ids[0], ids[1], ids[2], ids[5]].sort(),
+      );
+      assert.equal(signal.example_occurrences.length, 1);
+
+      // The next run remembers it (the open signal is in the prompt) and the model repeats it.
+      sameAs = signal.id;
+      clock.advance(MIN);
+      await insertRecords(services().store, projectId, logStreamId, [
+        {
+          type: 'trace',
+          name: 'chat',
+          created_at: clock.now() * 1000 - 1000,
+          input_text: 'refund?',
+          output_text: 'no',
+        },
+      ]);
+      await s.call('POST', `/v2/projects/${projectId}/runs/${logStreamId}/signals/runs`);
+      runs = await settle(projectId, logStreamId);
+      assert.match(
+        fake.requests.at(-1)!.body.messages[1].content,
+        new RegExp(`${signal.id}: Refund requests refused`),
+      );
+      const merged = await s.call(
+        'GET',
+        `/v2/projects/${projectId}/runs/${logStreamId}/signals/${signal.id}`,
+      );
+      assert.equal(merged.body.runs_seen, 2);
+      const all = await s.call('GET', `/v2/projects/${projectId}/runs/${logStreamId}/signals`);
+      assert.equal(all.body.signals.filter((x: any) => x.source === 'model').length, 1);
+
+      // A provider failure: the run keeps its model-free findings and says why.
+      fake.queueFault({ status: 401, body: '{"error":{"message":"bad key"}}' });
+      clock.advance(MIN);
+      await insertRecords(services().store, projectId, logStreamId, [
+        { type: 'trace', name: 'chat', created_at: clock.now() * 1000 - 1000, status_code: 500 },
+      ]);
+      await s.call('POST', `/v2/projects/${projectId}/runs/${logStreamId}/signals/runs`);
+      runs = await settle(projectId, logStreamId);
+      assert.equal(runs[0].status, 'partial');
+      assert.match(runs[0].error, /The model step failed/);
+      assert.equal(runs[0].signals_found, 1); // the error, found without the model
+    });
+
     test('a viewer reads runs and signals but cannot start a run; bad input is a 4xx', async () => {
       const owner = await s.user();
       const viewer = await s.user();
@@ -283,7 +412,7 @@ for (const store of storesUnderTest()) {
         }
         const refused = await s.call('GET', `/v2/projects/${projectId}/webhooks/${bad.body.id}/deliveries`);
         assert.equal(refused.body.deliveries[0].status, 'failed');
-        assert.match(refused.body.deliveries[0].error, /link-local or metadata/);
+        assert.match(refused.body.deliveries[0].error, /link-local, metadata/);
         const invalid = await s.call('POST', `/v2/projects/${projectId}/webhooks`, { url: 'ftp://x' });
         assert.equal(invalid.status, 422);
       } finally {
