@@ -35,13 +35,17 @@ import { knownBatch } from '../helpers/world.ts';
  * - admin: admins only; everyone else 403.
  * - project: needs `role` on the project in the path; a user who cannot see it gets 404.
  * - integration: needs `role` on the integration in the path; a user who cannot see it gets 404.
+ * - creator: only the world owner who made the target (a scorer) and admins; everyone else 403.
+ * - refused: a route that refuses every signed-in caller with `status` (code scorers).
  */
 type Rule =
   | { kind: 'public' }
   | { kind: 'self' }
   | { kind: 'admin' }
   | { kind: 'project'; role: Role }
-  | { kind: 'integration'; role: Role };
+  | { kind: 'integration'; role: Role }
+  | { kind: 'creator' }
+  | { kind: 'refused'; status: number };
 
 interface RouteRule {
   rule: Rule;
@@ -111,6 +115,33 @@ async function modelPrice(c: CellContext): Promise<string> {
   assert.equal(r.status, 200, r.text);
   return r.body.id;
 }
+
+const creator: RouteRule = { rule: { kind: 'creator' } };
+
+/** The path of one of the world's scorers (the owner's rule scorer, or its llm one). */
+const scorerPath =
+  (type: 'rule' | 'llm' = 'rule') =>
+  (c: CellContext): Partial<Req> => ({
+    path: { id: type === 'rule' ? c.w.ids.scorer_id : c.w.ids.llm_scorer_id },
+  });
+
+/** The caller's own custom integration (the owner's for callers without a working key), by its kind. */
+async function ownCustom(c: CellContext): Promise<Partial<Req>> {
+  const body = { token: uniq('tok'), endpoint: 'https://custom.example.com/v1', models: ['m1'] };
+  const r = await c.s.call('PUT', '/v2/integrations/custom', body, c.caller.key ?? c.w.owner.key);
+  assert.equal(r.status, 200, r.text);
+  return { path: { name: 'custom' } };
+}
+
+const RULE_VERSION = { rule: 'contains', field: 'output', params: { value: 'answer' } };
+const ALERT_PREVIEW = {
+  metric: 'duration_ns',
+  aggregation: 'Max',
+  window_minutes: 60,
+  comparison: 'gt',
+  threshold: 1e9,
+};
+const ALERT = { ...ALERT_PREVIEW, window_minutes: 5 };
 
 export const RULES: Record<string, RouteRule> = {
   // --- foundation: health, login, users, keys, groups -----------------------------------------
@@ -525,6 +556,161 @@ export const RULES: Record<string, RouteRule> = {
     ...self,
     build: () => ({ body: { template: 'Hi {{name}}', data: { input_strings: ['{"name":"Ada"}'] } } }),
   },
+
+  // --- model integrations by kind, their models, model calls and spend, the playground ---------------
+  ...Object.fromEntries(
+    (
+      [
+        ['openai', {}],
+        ['anthropic', {}],
+        ['azure', { endpoint: 'https://azure.example.com', deployments: { 'gpt-4o': 'gpt4o' } }],
+        ['custom', { endpoint: 'https://custom.example.com/v1', models: ['m1'] }],
+      ] as const
+    ).map(([kind, extra]) => [
+      `PUT /v2/integrations/${kind}`,
+      { ...self, build: () => ({ body: { token: uniq('tok'), ...extra } }) },
+    ]),
+  ),
+  'GET /v2/integrations/available': self,
+  // Viewers of an integration may use it (the playground and Signals do too): its status pings it.
+  'GET /v2/integrations/{integration_id}/status': integration('viewer'),
+  'PUT /v2/integrations/{integration_id}/select': integration('viewer', {
+    build: () => ({ body: undefined }),
+  }),
+  'GET /v2/llm_integrations': self,
+  // By kind: the caller's own integration of that kind (or the one they selected).
+  'GET /v2/llm_integrations/{name}/models': { ...self, build: ownCustom },
+  'GET /v2/llm_integrations/{name}/scorer_models': { ...self, build: ownCustom },
+  'GET /v2/projects/{project_id}/model_calls': project('viewer'),
+  'GET /v2/projects/{project_id}/model_calls/spend': project('viewer'),
+  // Editors of the project, through an integration they may see (the world's is shared with them).
+  'POST /v2/projects/{project_id}/playground/runs': project('editor', {
+    build: (c) => ({
+      body: {
+        integration_id: c.w.ids.integration_id,
+        model: 'm',
+        messages: [{ role: 'user', content: 'Hi {{name}}' }],
+        variables: { name: 'Ada' },
+      },
+    }),
+  }),
+
+  // --- Signals runs and signals ---------------------------------------------------------------------
+  'GET /v2/projects/{project_id}/runs/{run_id}/signals/runs': project('viewer'),
+  'POST /v2/projects/{project_id}/runs/{run_id}/signals/runs': project('editor', {
+    build: () => ({ body: undefined }),
+  }),
+  'GET /v2/projects/{project_id}/runs/{run_id}/signals/runs/{signal_run_id}': project('viewer'),
+  'GET /v2/projects/{project_id}/runs/{run_id}/signals': project('viewer'),
+  'GET /v2/projects/{project_id}/runs/{run_id}/signals/{signal_id}': project('viewer'),
+  'PATCH /v2/projects/{project_id}/runs/{run_id}/signals/{signal_id}': project('editor', {
+    build: () => ({ body: { status: 'dismissed' } }),
+  }),
+
+  // --- alerts (viewers read, editors change) and webhooks (editors only: they hold a target URL) -----
+  'GET /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts': project('viewer'),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts': project('editor', {
+    build: () => ({ body: { ...ALERT, name: uniq('alert') } }),
+  }),
+  'POST /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts/preview': project('viewer', {
+    build: () => ({ body: ALERT_PREVIEW }),
+  }),
+  'GET /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts/{alert_id}': project('viewer'),
+  'DELETE /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts/{alert_id}': project('editor', {
+    destructive: true,
+  }),
+  'PATCH /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts/{alert_id}': project('editor', {
+    build: () => ({ body: { threshold: 2e9 } }),
+  }),
+  'GET /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts/{alert_id}/history': project('viewer'),
+  'GET /v2/projects/{project_id}/webhooks': project('editor'),
+  'POST /v2/projects/{project_id}/webhooks': project('editor', {
+    build: () => ({ body: { url: 'https://hooks.example.com/spanbase' } }),
+  }),
+  'DELETE /v2/projects/{project_id}/webhooks/{webhook_id}': project('editor', { destructive: true }),
+  'PATCH /v2/projects/{project_id}/webhooks/{webhook_id}': project('editor', {
+    build: () => ({ body: { enabled: false } }),
+  }),
+  'GET /v2/projects/{project_id}/webhooks/{webhook_id}/deliveries': project('editor'),
+
+  // --- scorers: global, read by everyone signed in, changed by their creator or an admin; run scorer
+  // settings follow the project (viewers read, editors change) -----------------------------------------
+  'POST /v2/scorers': { ...self, build: () => ({ body: { name: uniq('scorer'), scorer_type: 'rule' } }) },
+  'POST /v2/scorers/list': { ...self, build: () => ({ body: {} }) },
+  'GET /v2/scorers/tags': self,
+  'GET /v2/scorers/{id}': { ...self, build: scorerPath() },
+  'GET /v2/scorers/{id}/version': { ...self, build: scorerPath() },
+  'GET /v2/scorers/{id}/versions': { ...self, build: scorerPath() },
+  'PATCH /v2/scorers/{id}': { ...creator, build: (c) => ({ ...scorerPath()(c), body: { tags: ['t'] } }) },
+  'DELETE /v2/scorers/{id}': { ...creator, destructive: true, build: scorerPath() },
+  'POST /v2/scorers/{id}/version/llm': {
+    ...creator,
+    build: (c) => ({ ...scorerPath('llm')(c), body: { instructions: 'Is it polite?' } }),
+  },
+  'POST /v2/scorers/{id}/version/rule': {
+    ...creator,
+    build: (c) => ({ ...scorerPath()(c), body: RULE_VERSION }),
+  },
+  'POST /v2/scorers/{id}/versions/{version}/restore': {
+    ...creator,
+    build: (c) => ({ path: { id: c.w.ids.scorer_id, version: '1' } }),
+  },
+  // Code scorers are refused to everyone signed in (nothing runs users' code); the task shape is answered.
+  'POST /v2/scorers/code/validate': self,
+  'GET /v2/scorers/code/validate/{task_id}': self,
+  'POST /v2/scorers/{id}/version/code': { rule: { kind: 'refused', status: 422 }, build: scorerPath() },
+  'GET /v2/projects/{project_id}/runs/{run_id}/scorer-settings': project('viewer'),
+  'POST /v2/projects/{project_id}/runs/{run_id}/scorer-settings': project('editor', {
+    build: (c) => ({ body: { scorers: [{ id: c.w.ids.scorer_id, scorer_type: 'rule' }] } }),
+  }),
+  'PATCH /v2/projects/{project_id}/runs/{run_id}/scorer-settings': project('editor', {
+    build: (c) => ({ body: { scorers: [{ id: c.w.ids.scorer_id, scorer_type: 'rule' }] } }),
+  }),
+  'GET /v2/projects/{project_id}/runs/{run_id}/scorer-settings/status': project('viewer'),
+  'POST /v2/projects/{project_id}/recompute_metrics': project('editor', {
+    build: async (c) => {
+      // Only scorers enabled on the run are recomputed: the owner enables the world's.
+      const url = `/v2/projects/${c.w.ids.project_id}/runs/${c.w.log_stream_id}/scorer-settings`;
+      const on = await c.s.call(
+        'POST',
+        url,
+        { scorers: [{ id: c.w.ids.scorer_id, scorer_type: 'rule' }] },
+        c.w.owner.key,
+      );
+      assert.equal(on.status, 200, on.text);
+      return { body: { log_stream_id: c.w.log_stream_id, scorer_ids: [c.w.ids.scorer_id] } };
+    },
+  }),
+
+  // --- datasets: the world's is the owner's, used by the world's project, so a caller's role on it is
+  // their role on the project (its creator, the owner, may delete and share it) -------------------------
+  'GET /v2/datasets': self,
+  'POST /v2/datasets': {
+    ...self,
+    build: () => ({ contentType: 'application/json', body: { name: uniq('ds'), rows: [{ input: 'a' }] } }),
+  },
+  'POST /v2/datasets/query': { ...self, build: () => ({ body: {} }) },
+  'GET /v2/datasets/{dataset_id}': project('viewer'),
+  'DELETE /v2/datasets/{dataset_id}': project('owner', { destructive: true }),
+  'PATCH /v2/datasets/{dataset_id}': project('editor', {
+    build: () => ({ body: { name: uniq('renamed') } }),
+  }),
+  'GET /v2/datasets/{dataset_id}/content': project('viewer'),
+  'PATCH /v2/datasets/{dataset_id}/content': project('editor', {
+    build: () => ({ body: { edits: [{ edit_type: 'append_row', values: { input: 'b' } }] } }),
+  }),
+  'POST /v2/datasets/{dataset_id}/versions/query': project('viewer', { build: () => ({ body: {} }) }),
+  'GET /v2/datasets/{dataset_id}/versions/{version_index}/content': project('viewer', {
+    build: () => ({ path: { version_index: '1' } }),
+  }),
+  'PATCH /v2/datasets/{dataset_id}/versions/{version_index}': project('editor', {
+    build: () => ({ path: { version_index: '1' }, body: { name: uniq('v') } }),
+  }),
+  'GET /v2/datasets/{dataset_id}/projects': project('viewer'),
+  'POST /v2/datasets/{dataset_id}/projects': project('owner', {
+    build: (c) => ({ body: { project_id: c.w.ids.project_id } }),
+  }),
+  'DELETE /v2/datasets/{dataset_id}/projects/{project_id}': project('owner', { destructive: true }),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -577,6 +763,10 @@ function expected(rule: Rule, p: Principal): number | '2xx' {
       return '2xx';
     case 'admin':
       return p.as === 'admin' ? '2xx' : 403;
+    case 'creator':
+      return p.as === 'admin' || p.as === 'owner' ? '2xx' : 403;
+    case 'refused':
+      return rule.status;
     case 'project':
     case 'integration':
       if (p.as === 'admin') return '2xx';
@@ -797,6 +987,65 @@ for (const store of storesUnderTest()) {
         if (has('POST /v2/integrations/{integration_id}/groups')) {
           await ok('POST', `/v2/integrations/${i.id}/groups`, [{ group_id: groupId, role: 'viewer' }]);
         }
+      }
+      if (has('POST /v2/datasets')) {
+        // The owner's dataset, used by the project.
+        const d = await ok('POST', '/v2/datasets', {
+          name: uniq('world ds'),
+          rows: [{ input: 'a' }],
+          project_id: p.id,
+        });
+        ids.dataset_id = d.id;
+      }
+      if (has('POST /v2/projects/{project_id}/log_streams/{log_stream_id}/alerts')) {
+        const a = await ok('POST', `/v2/projects/${p.id}/log_streams/${ls.id}/alerts`, {
+          ...ALERT,
+          name: 'world',
+        });
+        ids.alert_id = a.id;
+      }
+      if (has('POST /v2/projects/{project_id}/webhooks')) {
+        const h = await ok('POST', `/v2/projects/${p.id}/webhooks`, {
+          url: 'https://hooks.example.com/world',
+        });
+        ids.webhook_id = h.id;
+      }
+      if (has('POST /v2/scorers')) {
+        // The owner's scorers: a rule one with a version, and an llm one.
+        const r = await ok('POST', '/v2/scorers', { name: uniq('world rule'), scorer_type: 'rule' });
+        await ok('POST', `/v2/scorers/${r.id}/version/rule`, RULE_VERSION);
+        ids.scorer_id = r.id;
+        const l = await ok('POST', '/v2/scorers', { name: uniq('world judge'), scorer_type: 'llm' });
+        ids.llm_scorer_id = l.id;
+      }
+      if (has('POST /v2/projects/{project_id}/runs/{run_id}/signals/runs')) {
+        const r = await ok('POST', `/v2/projects/${p.id}/runs/${ls.id}/signals/runs`);
+        ids.signal_run_id = r.data.id;
+        // A signal as a run keeps it (made by a model, which the matrix does not run).
+        const now = Date.now() * 1000;
+        ids.signal_id = crypto.randomUUID();
+        await (s.running.services.signalRuns as any).repo.insertSignal({
+          id: ids.signal_id,
+          project_id: p.id,
+          run_id: ls.id,
+          first_signal_run_id: r.data.id,
+          last_signal_run_id: r.data.id,
+          fingerprint: uniq('fp'),
+          source: 'errors',
+          title: 'world signal',
+          observation: 'o',
+          details: 'd',
+          suggested_action: 'a',
+          severity: 'LOW',
+          occurrences: '[]',
+          examples: '[]',
+          occurrence_count: 0,
+          runs_seen: 1,
+          status: 'open',
+          first_seen: now,
+          last_seen: now,
+          updated_at: now,
+        });
       }
       return { ...people, group_id: groupId, ids, log_stream_id: ls.id };
     }
