@@ -163,7 +163,7 @@ for (const store of storesUnderTest()) {
       await put(u, 'example_gateway', { endpoint: fake.url, use_case: 'chat' });
       await put(u, 'anthropic', { endpoint: anthropic.url });
       await put(u, 'custom', { endpoint: fake.url, models: ['c1'] });
-      await put(u, 'azure', { endpoint: 'https://x.openai.azure.com', deployments: { 'gpt-4o': 'dep' } });
+      await put(u, 'azure', { endpoint: 'http://127.0.0.1:9', deployments: { 'gpt-4o': 'dep' } });
       const all = await s.call('GET', '/v2/llm_integrations', undefined, u.key);
       assert.equal(all.status, 200, all.text);
       assert.deepEqual(Object.keys(all.body).sort(), ['anthropic', 'azure', 'custom', 'example_gateway']);
