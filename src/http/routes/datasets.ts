@@ -86,6 +86,9 @@ async function createFromForm(
   const fields: Record<string, unknown> = {};
   let created: Awaited<ReturnType<DatasetsService['create']>> | null = null;
   let file: MultipartFile | null = null;
+  // A multipart content type without its boundary cannot be read at all: the client's fault.
+  if (!/;\s*boundary=/i.test(String(req.headers['content-type'] ?? '')))
+    throw new HttpError(400, 'A multipart/form-data body needs a boundary in its Content-Type');
   for await (const part of req.parts()) {
     if (created) {
       if (part.type === 'file') part.file.resume();
