@@ -6,7 +6,7 @@
  * per-request timeout; data written before the run must be intact after it.
  *
  * SPANBASE_FUZZ_RUNS (default 10) sets the generated inputs per route and kind; SPANBASE_FUZZ_SEED
- * replays a run.
+ * replays a run; SPANBASE_FUZZ_ONLY fuzzes only the routes its regular expression matches.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -46,6 +46,8 @@ const BODY_LIMIT = 256 * 1024;
 const TIMEOUT_MS = 20_000;
 /** A file to append every faulty input to, in full (JSON lines), for replay. */
 const DUMP = process.env.SPANBASE_FUZZ_DUMP;
+/** A regular expression: fuzz only the routes whose key ("METHOD /path") it matches (to replay a fault). */
+const ONLY = process.env.SPANBASE_FUZZ_ONLY ? new RegExp(process.env.SPANBASE_FUZZ_ONLY) : undefined;
 const CONCURRENCY = 4;
 
 interface Attempt {
@@ -410,7 +412,7 @@ for (const store of storesUnderTest()) {
         { logs: errorLogs, logLevel: 'error' },
       );
       doc = (await s.call('GET', '/openapi.json', undefined, null)).body;
-      ops = operations(doc);
+      ops = operations(doc).filter((o) => !ONLY || ONLY.test(o.key));
       resolver = new RefResolver(doc);
     });
     after(() => s?.close());
@@ -937,6 +939,8 @@ for (const store of storesUnderTest()) {
         const t0 = Date.now();
         await runAll(op, attemptsFor(op));
         routeMs.set(op.key, Date.now() - t0);
+        if (Date.now() - t0 > 10_000)
+          process.stderr.write(`fuzz[${store}]: ${op.key} took ${Date.now() - t0} ms\n`);
       }
 
       // --- afterwards: the service is alive, nothing leaked into prototypes, the sentinel is intact

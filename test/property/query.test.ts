@@ -679,7 +679,7 @@ for (const store of storesUnderTest()) {
               .execute();
             const queued = all.filter((_, i) => run.inQueue[i % run.inQueue.length]);
             const queue = await s.call('POST', `/v2/projects/${projectId}/annotation_queues`, {
-              name: 'q',
+              name: `q-${runCounter}`,
               template_ids: run.templates.map((i) => templates[i].id),
               user_ids: run.members.map((i) => users[i].id),
             });

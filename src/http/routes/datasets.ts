@@ -1,4 +1,4 @@
-import multipart, { type MultipartFile } from '@fastify/multipart';
+import multipart, { type Multipart, type MultipartFile } from '@fastify/multipart';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { type DatasetFileFormat, fileRows } from '../../domain/dataset-files.ts';
@@ -89,7 +89,7 @@ async function createFromForm(
   // A multipart content type without its boundary cannot be read at all: the client's fault.
   if (!/;\s*boundary=/i.test(String(req.headers['content-type'] ?? '')))
     throw new HttpError(400, 'A multipart/form-data body needs a boundary in its Content-Type');
-  for await (const part of req.parts()) {
+  for await (const part of readableParts(req)) {
     if (created) {
       if (part.type === 'file') part.file.resume();
       await datasets.delete(req.caller, created.id);
@@ -121,6 +121,25 @@ async function createFromForm(
   const name = fields.name as string | undefined;
   if (!name) throw valueError(['body', 'name'], 'A dataset needs a name (or a file whose name is used)');
   return datasets.create(req.caller, { ...(fields as object), name } as CreateDataset);
+}
+
+/**
+ * The form's parts; a body the multipart parser cannot read (a missing closing boundary, a truncated
+ * part) is the client's fault, 400, where the parser would throw a plain Error (a 500).
+ */
+async function* readableParts(req: FastifyRequest): AsyncGenerator<Multipart> {
+  const parts = req.parts()[Symbol.asyncIterator]();
+  for (;;) {
+    let next: IteratorResult<Multipart>;
+    try {
+      next = await parts.next();
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode) throw err;
+      throw new HttpError(400, `The multipart/form-data body could not be read: ${(err as Error).message}`);
+    }
+    if (next.done) return;
+    yield next.value;
+  }
 }
 
 function listQuery(body: any, page: { offset: number; limit: number }) {
