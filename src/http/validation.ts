@@ -204,13 +204,37 @@ function describe(e: ErrorObject): { type: string; msg: string } {
 /** Ajv errors → the 422 items of decisions.md, one per fault, with `loc` starting at the request part. */
 export function toErrorItems(errors: ErrorObject[], context: string, data: unknown): ErrorItem[] {
   const part = PART[context] ?? context;
-  // A failed union reports each branch; keep one item for the union itself.
-  const unions = errors.filter((e) => e.keyword === 'anyOf' || e.keyword === 'oneOf');
-  const insideUnion = (e: ErrorObject) =>
-    unions.some(
-      (u) =>
-        u !== e && e.schemaPath.startsWith(`${u.schemaPath}/`) && e.instancePath.startsWith(u.instancePath),
-    );
+  // A failed union reports each branch; keep one item for the union itself, described by its first
+  // branch's fault. Unions are found by key (schema path and instance path, each prefix of an error's
+  // own), so a body with thousands of faults is answered in linear time, not quadratic.
+  const unions = new Map<string, ErrorObject>();
+  for (const e of errors)
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf') unions.set(`${e.schemaPath}\0${e.instancePath}`, e);
+  const enclosing = (e: ErrorObject): ErrorObject[] => {
+    if (!unions.size) return [];
+    const out: ErrorObject[] = [];
+    const instancePrefixes = [''];
+    for (let i = e.instancePath.indexOf('/', 1); i !== -1; i = e.instancePath.indexOf('/', i + 1))
+      instancePrefixes.push(e.instancePath.slice(0, i));
+    if (e.instancePath) instancePrefixes.push(e.instancePath);
+    for (const m of e.schemaPath.matchAll(/\/(anyOf|oneOf)(?=\/)/g)) {
+      const schemaPrefix = e.schemaPath.slice(0, m.index + m[0].length);
+      for (const ip of instancePrefixes) {
+        const u = unions.get(`${schemaPrefix}\0${ip}`);
+        if (u && u !== e) out.push(u);
+      }
+    }
+    return out;
+  };
+  const firstBranch = new Map<ErrorObject, ErrorObject>();
+  const inUnion = new Set<ErrorObject>();
+  for (const e of errors) {
+    for (const u of enclosing(e)) {
+      inUnion.add(e);
+      if (!firstBranch.has(u)) firstBranch.set(u, e);
+    }
+  }
+  const insideUnion = (e: ErrorObject) => inUnion.has(e);
   const items: ErrorItem[] = [];
   const seen = new Set<string>();
   for (const e of errors) {
@@ -219,7 +243,7 @@ export function toErrorItems(errors: ErrorObject[], context: string, data: unkno
     let described = describe(e);
     if (e.keyword === 'required') loc = [...loc, e.params.missingProperty];
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf') {
-      const branch = errors.find((b) => b !== e && b.schemaPath.startsWith(`${e.schemaPath}/`));
+      const branch = firstBranch.get(e);
       described = branch
         ? describe(branch)
         : { type: 'value_error', msg: 'Input does not match any allowed shape' };
