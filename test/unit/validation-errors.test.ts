@@ -24,7 +24,9 @@ function errorsOf(value: unknown): any[] {
 }
 
 test('each failed union in an array is one item at its own index', () => {
-  const items = errorsOf({ filters: [{ name: 'name', value: 'ok' }, { name: 'id', value: 3 }, { name: 'x' }] });
+  const items = errorsOf({
+    filters: [{ name: 'name', value: 'ok' }, { name: 'id', value: 3 }, { name: 'x' }],
+  });
   assert.deepEqual(
     items.map((i) => i.loc),
     [
@@ -35,7 +37,10 @@ test('each failed union in an array is one item at its own index', () => {
 });
 
 test('thousands of faults inside unions are reported without quadratic work', () => {
-  const filters = Array.from({ length: 21 }, () => ({ name: 'id', value: Array.from({ length: 1001 }, () => 7) }));
+  const filters = Array.from({ length: 21 }, () => ({
+    name: 'id',
+    value: Array.from({ length: 1001 }, () => 7),
+  }));
   const started = performance.now();
   const items = errorsOf({ filters });
   const ms = performance.now() - started;
