@@ -1,7 +1,7 @@
 /**
  * Datasets over HTTP on both stores: uploads (JSONL, CSV, rows, copies), pages with an ETag, edits
  * with If-Match and the versions they make, bad uploads (422 naming the line, nothing left behind),
- * a 20,000-row upload, and access by project role.
+ * a 100,000-row upload, and access by project role.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -400,10 +400,9 @@ for (const store of storesUnderTest()) {
       }
     });
 
-    // Large enough for many insert batches; the bench measures uploads at scale.
-    test('an upload of 20,000 rows', async () => {
+    test('an upload of 100,000 rows', async () => {
       const lines: string[] = [];
-      for (let i = 0; i < 20_000; i++)
+      for (let i = 0; i < 100_000; i++)
         lines.push(
           JSON.stringify({ input: `question ${i}`, output: `answer ${i}`, metadata: { i: String(i) } }),
         );
@@ -412,13 +411,13 @@ for (const store of storesUnderTest()) {
         { filename: 'big.jsonl', content: `${lines.join('\n')}\n` },
       );
       assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.equal(r.body.num_rows, 20_000);
-      const last = await s.call('GET', `/v2/datasets/${r.body.id}/content?starting_token=19998&limit=100`);
+      assert.equal(r.body.num_rows, 100_000);
+      const last = await s.call('GET', `/v2/datasets/${r.body.id}/content?starting_token=99998&limit=100`);
       assert.deepEqual(
         last.body.rows.map((x: any) => [x.index, x.values_dict.input]),
         [
-          [19998, 'question 19998'],
-          [19999, 'question 19999'],
+          [99998, 'question 99998'],
+          [99999, 'question 99999'],
         ],
       );
       assert.equal(last.body.next_starting_token, null);
