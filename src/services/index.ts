@@ -260,7 +260,7 @@ export function createServices(
     clock,
     leasesOf(store.db),
   );
-  const datasets = new DatasetsService(new DatasetsRepo(store.db), projects, usersRepo);
+  const datasets = new DatasetsService(new DatasetsRepo(store.db, store.dialect), projects, usersRepo);
   return {
     config,
     store,

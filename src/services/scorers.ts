@@ -9,6 +9,7 @@ import { DERIVED_METRICS, PROMOTED_METRICS } from '../domain/records.ts';
 import { PRESETS, type Preset, presetById, presetId } from '../domain/scorer-presets.ts';
 import { type Rule, ruleOutputType, ruleProblem } from '../domain/scorer-rules.ts';
 import type { ActiveScorer, LlmVersionConfig, OutputType, ScorerFilter } from '../domain/scorer-types.ts';
+import { rejectUnstorable } from '../domain/text.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type { ScorerRow, ScorersRepo, VersionRow } from '../store/scorers.ts';
 import type { Caller } from './auth.ts';
@@ -180,6 +181,7 @@ export class ScorersService {
   }
 
   async create(caller: Caller, b: Obj) {
+    rejectUnstorable(['body'], b);
     const name = String(b.name).trim();
     if (!name) throw valueError(['body', 'name'], 'The name may not be blank');
     this.checkName(name);
@@ -188,22 +190,28 @@ export class ScorersService {
         ['body', 'scorer_type'],
         `${b.scorer_type} scorers are built in; create llm, rule or code scorers`,
       );
-    if (await this.repo.byName(name)) throw new HttpError(409, `A scorer named ${name} exists already`);
+    const taken = () => new HttpError(409, `A scorer named ${name} exists already`);
+    if (await this.repo.byName(name)) throw taken();
     const now = nowUs();
-    const id = await this.repo.create(
-      {
-        name,
-        scorer_type: b.scorer_type,
-        description: b.description ?? null,
-        tags: b.tags ?? [],
-        defaults: b.defaults ?? null,
-        output_type: b.output_type ?? b.defaults?.output_type ?? null,
-        input_type: b.input_type ?? b.defaults?.input_type ?? null,
-        scoreable_node_types: b.scoreable_node_types ?? b.defaults?.scoreable_node_types ?? null,
-        created_by: caller.id,
-      },
-      now,
-    );
+    const id = await this.repo
+      .create(
+        {
+          name,
+          scorer_type: b.scorer_type,
+          description: b.description ?? null,
+          tags: b.tags ?? [],
+          defaults: b.defaults ?? null,
+          output_type: b.output_type ?? b.defaults?.output_type ?? null,
+          input_type: b.input_type ?? b.defaults?.input_type ?? null,
+          scoreable_node_types: b.scoreable_node_types ?? b.defaults?.scoreable_node_types ?? null,
+          created_by: caller.id,
+        },
+        now,
+      )
+      // Two creates of one name at once: the unique index refuses the second, which is a 409 too.
+      .catch(async (err) => {
+        throw (await this.repo.byName(name)) ? taken() : err;
+      });
     this.changed();
     return this.get(caller, id);
   }
@@ -218,6 +226,7 @@ export class ScorersService {
   }
 
   async update(caller: Caller, id: string, b: Obj) {
+    rejectUnstorable(['body'], b);
     const s = await this.changeable(caller, id);
     const set: Partial<ScorerRow> = {};
     if (b.name !== undefined && b.name !== null && b.name !== s.name) {
@@ -248,6 +257,7 @@ export class ScorersService {
   }
 
   async addLlmVersion(caller: Caller, id: string, b: Obj) {
+    rejectUnstorable(['body'], b);
     const s = await this.changeable(caller, id);
     if (s.scorer_type !== 'llm')
       throw valueError(['path', 'id'], `This is a ${s.scorer_type} scorer, not an llm scorer`);
@@ -271,6 +281,7 @@ export class ScorersService {
   }
 
   async addRuleVersion(caller: Caller, id: string, b: Obj) {
+    rejectUnstorable(['body'], b);
     const s = await this.changeable(caller, id);
     if (s.scorer_type !== 'rule')
       throw valueError(['path', 'id'], `This is a ${s.scorer_type} scorer, not a rule scorer`);

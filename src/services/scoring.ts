@@ -8,6 +8,7 @@
  * decided again on read from the same deterministic rules, so it needs no row; an LLM task's state
  * and result live in `score_results`; an inline score is the value in the record's metrics.
  */
+import { rejectUnstorable } from '../domain/text.ts';
 import { valueError } from '../domain/errors.ts';
 import type { RecordRow } from '../domain/records.ts';
 import { encodeIo } from '../domain/records.ts';
@@ -60,6 +61,7 @@ export class ScoringService {
    * later version does not change what the run scores until the settings are saved again.
    */
   async saveSettings(caller: Caller, projectId: string, runId: string, body: Obj) {
+    rejectUnstorable(['body'], body);
     const run = await this.runs.resolve(caller, projectId, runId);
     await this.projects.access(caller, projectId, 'editor');
     if (body.run_id && body.run_id !== run.id)

@@ -4,6 +4,8 @@
  */
 import { type Kysely, sql } from 'kysely';
 import { CURRENT, type DatasetValues } from '../domain/datasets.ts';
+import type { Dialect } from '../query/compile.ts';
+import { type TextOperator, textMatch } from './text-match.ts';
 import type {
   DatasetProjectsTable,
   DatasetRowsTable,
@@ -24,8 +26,8 @@ export type Visibility = { all: true } | { all: false; userId: string; projectId
 
 export interface DatasetListQuery {
   visibility: Visibility;
-  name?: { op: 'eq' | 'ne' | 'contains' | 'one_of' | 'not_in'; values: string[]; caseSensitive: boolean };
-  ids?: { op: 'eq' | 'ne' | 'one_of' | 'not_in' | 'contains'; values: string[] };
+  name?: { op: TextOperator; values: string[]; caseSensitive: boolean };
+  ids?: { op: TextOperator; values: string[] };
   draft?: { op: 'eq' | 'ne'; value: boolean };
   inProject?: string;
   notInProject?: string;
@@ -40,7 +42,10 @@ const INSERT_BATCH = 500;
 const isUnique = (err: unknown) => /unique|duplicate key/i.test(String((err as Error).message));
 
 export class DatasetsRepo {
-  constructor(private readonly db: Kysely<DB>) {}
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
 
   /** A dataset that is ready (not still importing). */
   byId(id: string): Promise<DatasetRow | undefined> {
@@ -156,25 +161,9 @@ export class DatasetsRepo {
         ]),
       );
     }
-    if (q.name) {
-      const { op, values, caseSensitive } = q.name;
-      const col = caseSensitive ? sql.ref('d.name') : sql`spanbase_fold(${sql.ref('d.name')})`;
-      const vals = caseSensitive ? values : values.map((s) => s.toLowerCase());
-      if (op === 'contains') {
-        const esc = vals[0].replace(/[\\%_]/g, (c) => `\\${c}`);
-        query = query.where(sql<boolean>`${col} like ${`%${esc}%`} escape '\\'`);
-      } else if (op === 'eq' || op === 'one_of') {
-        query = query.where(sql<boolean>`${col} in (${sql.join(vals)})`);
-      } else {
-        query = query.where(sql<boolean>`${col} not in (${sql.join(vals)})`);
-      }
-    }
-    if (q.ids) {
-      const { op, values } = q.ids;
-      if (op === 'contains') query = query.where('d.id', 'like', `%${values[0].replace(/[\\%_]/g, '')}%`);
-      else if (op === 'eq' || op === 'one_of') query = query.where('d.id', 'in', values);
-      else query = query.where('d.id', 'not in', values);
-    }
+    if (q.name)
+      query = query.where(textMatch(this.dialect, 'd.name', q.name.op, q.name.values, q.name.caseSensitive));
+    if (q.ids) query = query.where(textMatch(this.dialect, 'd.id', q.ids.op, q.ids.values));
     if (q.draft) query = query.where('d.draft', q.draft.op === 'eq' ? '=' : '<>', q.draft.value ? 1 : 0);
     const linked = (projectId: string) => (eb: any) =>
       eb.exists(

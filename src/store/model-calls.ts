@@ -1,3 +1,4 @@
+import { storableValue } from '../domain/text.ts';
 import { type Kysely, sql } from 'kysely';
 import type { DB, ModelCallsTable } from './tables.ts';
 
@@ -19,7 +20,12 @@ export class ModelCallsRepo {
   constructor(private readonly db: Kysely<DB>) {}
 
   async insert(row: ModelCallRow): Promise<void> {
-    await this.db.insertInto('model_calls').values(row).execute();
+    // A call is recorded whatever its caller asked for: a model name or a provider's error text that
+    // PostgreSQL cannot hold (NUL, lone surrogates) is kept with U+FFFD, not lost to a store error.
+    await this.db
+      .insertInto('model_calls')
+      .values(storableValue({ ...row }))
+      .execute();
   }
 
   /** A project's calls, newest first, from `offset`. */

@@ -1,7 +1,8 @@
 /** Prompt templates, the projects global ones are shared with, and their versions. */
-import { type Expression, type Kysely, type SqlBool, sql } from 'kysely';
+import type { Expression, Kysely, SqlBool } from 'kysely';
 import type { Dialect } from '../query/compile.ts';
 import type { DB, PromptTemplateVersionsTable, PromptTemplatesTable } from './tables.ts';
+import { type TextOperator, textMatch } from './text-match.ts';
 
 export type PromptTemplateRow = PromptTemplatesTable;
 export type PromptVersionRow = PromptTemplateVersionsTable;
@@ -11,7 +12,7 @@ export class TemplateNameTaken extends Error {}
 /** Raised when a version number of a template is taken. */
 export class VersionTaken extends Error {}
 
-export type NameOperator = 'eq' | 'ne' | 'contains' | 'one_of' | 'not_in';
+export type NameOperator = TextOperator;
 
 export interface TemplateQuery {
   /** Only templates these may see (null: every template, for admins). */
@@ -69,7 +70,6 @@ export class PromptTemplatesRepo {
 
   /** One page of the templates a query selects. */
   async query(q: TemplateQuery): Promise<PromptTemplateRow[]> {
-    const position = this.dialect === 'sqlite' ? 'instr' : 'strpos';
     let s = this.db.selectFrom('prompt_templates as t').selectAll('t');
     const usedIn =
       (projectIds: string[]) =>
@@ -96,9 +96,8 @@ export class PromptTemplatesRepo {
       );
     }
     for (const f of q.names)
-      s = s.where((eb) => textMatch(position, eb, 't.name', f.operator, f.value, f.caseSensitive));
-    for (const f of q.creators)
-      s = s.where((eb) => textMatch(position, eb, 't.created_by', f.operator, f.value, true));
+      s = s.where(textMatch(this.dialect, 't.name', f.operator, f.value, f.caseSensitive));
+    for (const f of q.creators) s = s.where(textMatch(this.dialect, 't.created_by', f.operator, f.value));
     for (const p of q.usedInProject) s = s.where(usedIn([p]));
     for (const p of q.notInProject) s = s.where((eb) => eb.not(usedIn([p])(eb)));
     const dir = q.sort.ascending ? 'asc' : 'desc';
@@ -256,28 +255,3 @@ export class PromptTemplatesRepo {
 }
 
 /** A name comparison of the template query; `position` is the dialect's substring position function. */
-function textMatch(
-  position: 'instr' | 'strpos',
-  eb: any,
-  column: string,
-  operator: NameOperator,
-  value: string | string[],
-  caseSensitive: boolean,
-): Expression<SqlBool> {
-  const list = Array.isArray(value) ? value : [value];
-  const col = caseSensitive ? eb.ref(column) : eb.fn('lower', [eb.ref(column)]);
-  const v = (x: string) => (caseSensitive ? x : x.toLowerCase());
-  switch (operator) {
-    case 'eq':
-      return eb(col, '=', v(list[0] ?? ''));
-    case 'ne':
-      return eb(col, '!=', v(list[0] ?? ''));
-    case 'one_of':
-      return list.length ? eb(col, 'in', list.map(v)) : sql<SqlBool>`1 = 0`;
-    case 'not_in':
-      return list.length ? eb(col, 'not in', list.map(v)) : sql<SqlBool>`1 = 1`;
-    case 'contains':
-      // A substring position, not LIKE: no wildcards to escape, and SQLite's LIKE ignores case.
-      return eb(eb.fn(position, [col, eb.val(v(list[0] ?? ''))]), '>', 0);
-  }
-}

@@ -1061,6 +1061,28 @@ for (const store of storesUnderTest()) {
       const all = await search([{ name: 'id', operator: 'not_in', value: [] }]);
       assert.equal(all.status, 200, all.text);
       assert.equal(all.body.log_streams.length, 1);
+      // The same for datasets and prompt templates (store/text-match.ts).
+      await s.call('POST', '/v2/datasets', { name: 'listed', rows: [{ a: 1 }] });
+      await s.call('POST', '/v2/templates', { name: 'listed', template: 'hi' });
+      for (const [url, key] of [
+        ['/v2/datasets/query', 'datasets'],
+        ['/v2/templates/query', 'templates'],
+      ]) {
+        const list = async (filters: unknown) => (await s.call('POST', url, { filters })).body[key].length;
+        assert.equal(await list([{ name: 'name', operator: 'one_of', value: [] }]), 0, url);
+        assert.equal(await list([{ name: 'name', operator: 'not_in', value: [] }]), 1, url);
+        assert.equal(
+          await list([{ name: 'name', operator: 'not_in', value: ['\ud800', 'x\u0000'] }]),
+          1,
+          url,
+        );
+        assert.equal(await list([{ name: 'name', operator: 'eq', value: 'listed\u0000' }]), 0, url);
+        assert.equal(await list([{ name: 'name', operator: 'contains', value: 'ist' }]), 1, url);
+      }
+      const creator = await s.call('POST', '/v2/templates/query', {
+        filters: [{ name: 'creator', value: 'a\u0000' }],
+      });
+      assert.equal(creator.status, 200, creator.text);
     });
 
     test('NUL in names is a 422 on both stores; NUL in lookups finds nothing', async () => {
@@ -1072,6 +1094,7 @@ for (const store of storesUnderTest()) {
         ['/v2/groups', { name: 'g', description: '\u0000' }, 'description'],
         ['/v2/users', { email: 'nul@example.com', first_name: '\u0000' }, 'first_name'],
         ['/v2/users/api_keys', { description: 'k\u0000' }, 'description'],
+        ['/v2/scorers', { name: 's', scorer_type: 'llm', description: '\u0000' }, 'description'],
       ] as const) {
         const r = await s.call('POST', url, body);
         assert.equal(r.status, 422, `${url}: ${r.text}`);
@@ -1094,7 +1117,7 @@ for (const store of storesUnderTest()) {
       assert.equal(filtered.body.log_streams.length, 0);
     });
 
-    test('creating the same group or user twice at once answers 200 then 409, never 500', async () => {
+    test('creating the same group, user or scorer twice at once answers 200 then 409, never 500', async () => {
       const groups = await Promise.all(
         [1, 2, 3, 4].map(() => s.call('POST', '/v2/groups', { name: 'twin' })),
       );
@@ -1103,6 +1126,10 @@ for (const store of storesUnderTest()) {
         [1, 2, 3, 4].map(() => s.call('POST', '/v2/users', { email: 'twin@example.com' })),
       );
       assert.deepEqual(users.map((r) => r.status).sort(), [200, 409, 409, 409]);
+      const scorers = await Promise.all(
+        [1, 2, 3, 4].map(() => s.call('POST', '/v2/scorers', { name: 'twin', scorer_type: 'llm' })),
+      );
+      assert.deepEqual(scorers.map((r) => r.status).sort(), [200, 409, 409, 409]);
     });
   });
 }
