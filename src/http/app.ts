@@ -9,6 +9,7 @@ import { installMethodIndex } from './method-not-allowed.ts';
 import { installRequestLog, requestId } from './request-log.ts';
 import { registerRoutes } from './routes/index.ts';
 import { MIN_DISCARD_BYTES, installUnreadBodyDrain } from './unread-body.ts';
+import { lazySerializerCompiler } from './lazy-serializers.ts';
 import { validatorCompiler } from './validation.ts';
 
 export type App = FastifyInstance;
@@ -72,6 +73,7 @@ export async function buildApp(services: Services, opts: { logger?: object | boo
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.decorate('services', services);
   app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(lazySerializerCompiler);
   installErrorHandling(app, installMethodIndex(app, ROUTER_OPTIONS));
   installUnreadBodyDrain(app, Math.max(2 * services.config.bodyLimitBytes, MIN_DISCARD_BYTES));
   // Parses the console's session cookie before the auth hook (installAuth) reads it.

@@ -68,9 +68,24 @@ const SCHEMA_ONE = [
   'unevaluatedItems',
 ];
 
+/**
+ * Each route's validator is compiled by Ajv on its first request, not at start: compiling the ~400
+ * schemas of every route took about a second of a two-second start, for routes most servers seldom
+ * see. The schema is hardened at once (the OpenAPI document shows it so from the start).
+ */
 export const validatorCompiler: FastifySchemaCompiler<any> = ({ schema, httpPart }) => {
   hardenSchema(schema);
-  return (httpPart === 'body' ? bodyAjv : textAjv).compile(schema as object) as any;
+  const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+  let compiled: ValidateFunction | null = null;
+  // Fastify reads the faults from the function's `errors`, as Ajv's own validators carry them.
+  const validate = (data: unknown) => {
+    compiled ??= ajv.compile(schema as object);
+    const valid = compiled(data);
+    validate.errors = compiled.errors;
+    return valid;
+  };
+  validate.errors = null as ValidateFunction['errors'];
+  return validate as any;
 };
 
 const bodyCheckers = new WeakMap<object, ValidateFunction>();

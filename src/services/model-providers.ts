@@ -4,8 +4,9 @@
  * each provider's wire format; timeouts, retries, limits, errors and spend are ours (model-calls.ts),
  * so both SDKs are built with retries off and reach the network only through the guarded fetch.
  */
-import Anthropic from '@anthropic-ai/sdk';
-import OpenAI, { AzureOpenAI } from 'openai';
+import { createRequire } from 'node:module';
+import type Anthropic from '@anthropic-ai/sdk';
+import type OpenAI from 'openai';
 import { ProviderFetchError } from './provider-fetch.ts';
 
 export interface ChatMessage {
@@ -71,6 +72,27 @@ const ANTHROPIC_MAX_TOKENS = 4096;
 
 const badResponse = (msg: string) => new ProviderFetchError('bad_response', msg);
 
+// The SDKs are loaded at the first model call, not at start (together about 0.3 s of the server's
+// start, for a feature many servers use later or never). Only this module touches them.
+const require = createRequire(import.meta.url);
+let sdks: {
+  Anthropic: typeof import('@anthropic-ai/sdk').default;
+  OpenAI: typeof import('openai').default;
+  AzureOpenAI: typeof import('openai').AzureOpenAI;
+} | null = null;
+function loadSdks() {
+  if (!sdks) {
+    const anthropic = require('@anthropic-ai/sdk');
+    const openai = require('openai');
+    sdks = {
+      Anthropic: anthropic.default ?? anthropic,
+      OpenAI: openai.default ?? openai,
+      AzureOpenAI: openai.AzureOpenAI,
+    };
+  }
+  return sdks;
+}
+
 export function providerClient(
   s: ProviderSettings,
   fetch: typeof globalThis.fetch,
@@ -78,6 +100,7 @@ export function providerClient(
 ): ProviderClient {
   // Our own timeout governs; the SDK's is set the same so it never cuts a call shorter.
   const common = { apiKey: s.token, fetch, maxRetries: 0, timeout: timeoutMs, logLevel: 'off' as const };
+  const { Anthropic, OpenAI, AzureOpenAI } = loadSdks();
   switch (s.name) {
     case 'anthropic':
       return anthropicClient(new Anthropic({ ...common, baseURL: s.config.endpoint || ANTHROPIC_URL }));
