@@ -5,7 +5,7 @@
  * strings, prototype keys). Every answer must be a 2xx or a 4xx with the JSON error shape, within a
  * per-request timeout; data written before the run must be intact after it.
  *
- * SPANBASE_FUZZ_RUNS (default 10) sets the generated inputs per route and kind; SPANBASE_FUZZ_SEED
+ * SPANBASE_FUZZ_RUNS (default 6) sets the generated inputs per route and kind; SPANBASE_FUZZ_SEED
  * replays a run; SPANBASE_FUZZ_ONLY fuzzes only the routes its regular expression matches.
  */
 import assert from 'node:assert/strict';
@@ -40,7 +40,7 @@ import { OTEL_PATHS } from '../../src/http/routes/otel.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { dbSnapshot, furnish, knownBatch, readBackBatch } from '../helpers/world.ts';
 
-const RUNS = Number(process.env.SPANBASE_FUZZ_RUNS ?? 10);
+const RUNS = Number(process.env.SPANBASE_FUZZ_RUNS ?? 6);
 const SEED = Number(process.env.SPANBASE_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const BODY_LIMIT = 256 * 1024;
 const TIMEOUT_MS = 20_000;

@@ -23,7 +23,7 @@ import { parseJson } from '../../src/store/db.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { BASE_TIME_US as T0, createSession, ingestTraces } from './support.ts';
 
-const RUNS = Number(process.env.SPANBASE_PROPERTY_RUNS ?? 150);
+const RUNS = Number(process.env.SPANBASE_PROPERTY_RUNS ?? 100);
 const QUERIES_PER_RUN = 30;
 const S = 1_000_000;
 
