@@ -490,6 +490,17 @@ for (const store of storesUnderTest()) {
           threshold: 1e9,
         });
         assert.equal(rule.status, 200, rule.text);
+        // A rule of the same window and filter is computed in the same query, each its own value.
+        const count = await s.call('POST', base, {
+          name: 'traces',
+          metric: 'duration_ns',
+          aggregation: 'Count',
+          filter_tree: { filter: { column_id: 'type', operator: 'eq', value: 'trace', type: 'text' } },
+          window_minutes: 5,
+          comparison: 'gt',
+          threshold: 100,
+        });
+        assert.equal(count.status, 200, count.text);
         const evaluate = () => services().alerts.evaluateAll();
         await evaluate();
         await insertRecords(services().store, projectId, logStreamId, [
@@ -501,6 +512,8 @@ for (const store of storesUnderTest()) {
         const firing = await s.call('GET', `${base}/${rule.body.id}`);
         assert.equal(firing.body.state, 'firing');
         assert.equal(firing.body.last_value, 5e9);
+        const counted = await s.call('GET', `${base}/${count.body.id}`);
+        assert.deepEqual([counted.body.state, counted.body.last_value], ['ok', 2]);
         clock.advance(10 * MIN);
         await evaluate();
         await evaluate();
