@@ -1,9 +1,9 @@
 /**
  * Signals and alerts benchmark (issue 35's figures), on a log stream of 1,000,000 records over the
  * last 24 hours (200,000 traces with 4 spans each; 1% of tool spans fail, latency and cost with a
- * long tail), written straight into the store in the shape ingestion writes:
+ * long tail; 1% of traces score low on a `correctness` scorer), written straight into the store in the shape ingestion writes:
  *
- * - the selection step of a Signals run (window figures, the errors and outliers first, the sample's
+ * - the selection step of a Signals run (window figures, the errors, low scores and outliers first, the sample's
  *   texts, the prompt within its context budget): its time, and its peak RSS above the idle process
  *   (measured in a fresh child process that opens the store, so generation does not count); the
  *   tokens the prompt would send (characters / 4);
@@ -24,6 +24,8 @@ import { loadConfig } from '../src/config.ts';
 import { ManualClock } from '../src/domain/clock.ts';
 import { fitSample, modelFreeFindings, signalsPrompt } from '../src/domain/signal-runs.ts';
 import { startServices } from '../src/server.ts';
+import { DEFAULT_SIGNAL_RUN_OPTIONS } from '../src/services/signal-runs.ts';
+import { ScorersRepo } from '../src/store/scorers.ts';
 import { SignalRunsRepo } from '../src/store/signal-runs.ts';
 import { rng } from './lib/data.ts';
 import { createPgSchema, dropPgSchema } from './lib/server.ts';
@@ -72,6 +74,8 @@ function traceRows(projectId: string, runId: string, t: number): Row[] {
   const dur = Math.floor((200 + r() * 1800) * (r() < 0.002 ? 10 : 1) * 1e6);
   const cost = Math.round(r() * 2000 * (r() < 0.002 ? 20 : 1)) / 1e6;
   const toolFails = r() < 0.01;
+  // A rule scorer's score on each trace: mostly high, one in 100 low.
+  const correctness = r() < 0.01 ? Math.round(r() * 40) / 100 : 0.6 + Math.round(r() * 40) / 100;
   const rec = (type: string, id: string, name: string, extra: Row): Row => ({
     id,
     project_id: projectId,
@@ -93,7 +97,11 @@ function traceRows(projectId: string, runId: string, t: number): Row[] {
     ...extra,
   });
   return [
-    rec('trace', traceId, 'chat', { duration_ns: dur, metrics: JSON.stringify({ cost }), num_children: 4 }),
+    rec('trace', traceId, 'chat', {
+      duration_ns: dur,
+      metrics: JSON.stringify({ cost, correctness }),
+      num_children: 4,
+    }),
     rec('llm', randomUUID(), 'llm', { model: 'gpt-4o' }),
     rec(
       'tool',
@@ -128,6 +136,17 @@ async function generate() {
     );
   const project = await call('/v2/projects', { name: 'bench-signals' });
   const ls = await call(`/v2/projects/${project.id}/log_streams`, { name: 'bench' });
+  // The run scores its traces with `correctness` (scores are the records' metrics/<scorer name>).
+  await new ScorersRepo(store.db).saveSettings(
+    {
+      run_id: ls.id,
+      project_id: project.id,
+      scorers: [{ name: 'correctness' }],
+      segment_filters: [],
+      updated_at: END_MS * 1000,
+    },
+    null,
+  );
   const traces = Math.floor(RECORDS / 5);
   const started = performance.now();
   const columns = Object.keys(traceRows('p', 'r', 0)[0]);
@@ -178,11 +197,14 @@ async function selectionChild(runId: string) {
   const w = { runId, startUs: (END_MS - DAY_MS) * 1000, endUs: END_MS * 1000 };
   const t0 = performance.now();
   const figures = await repo.figures(w);
-  const selected = await repo.select(w, 200);
+  const selected = await repo.select(w, DEFAULT_SIGNAL_RUN_OPTIONS.selectLimit, {
+    names: await repo.scoreNames(runId),
+    below: DEFAULT_SIGNAL_RUN_OPTIONS.lowScoreBelow,
+  });
   const texts = await repo.texts(selected.map((s) => s.id));
   const sample = fitSample(
     selected.map((record) => ({ record, ...(texts.get(record.id) ?? { input: '', output: '' }) })),
-    24_000,
+    DEFAULT_SIGNAL_RUN_OPTIONS.budgetTokens,
   );
   const findings = modelFreeFindings(figures, selected);
   const prompt = signalsPrompt({ sample, focusOn: '', dontFocusOn: '', open: [], findings });

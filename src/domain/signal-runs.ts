@@ -52,8 +52,13 @@ export interface SelectedRecord {
   status_code: number | null;
   duration_ns: number | null;
   cost: number | null;
-  /** Why it was selected: error, latency, cost, or recent (the rest of the sample). */
-  reason: 'error' | 'latency' | 'cost' | 'recent';
+  /**
+   * Why it was selected: error, low_score (a score below the threshold, or a boolean score false),
+   * latency, cost, or recent (the rest of the sample).
+   */
+  reason: 'error' | 'low_score' | 'latency' | 'cost' | 'recent';
+  /** The score that was low (reason low_score). */
+  score?: string;
 }
 
 export interface Occurrence {
@@ -66,7 +71,7 @@ export interface Occurrence {
 
 export interface FoundSignal {
   fingerprint: string;
-  source: 'model' | 'errors' | 'latency' | 'cost';
+  source: 'model' | 'errors' | 'scores' | 'latency' | 'cost';
   title: string;
   observation: string;
   details: string;
@@ -157,6 +162,22 @@ export function modelFreeFindings(figures: WindowFigures, selected: SelectedReco
       count: far.length,
     });
   };
+  const low = new Map<string, SelectedRecord[]>();
+  for (const r of selected)
+    if (r.reason === 'low_score' && r.score) low.set(r.score, [...(low.get(r.score) ?? []), r]);
+  for (const [score, records] of low)
+    out.push({
+      fingerprint: `scores:${score}`,
+      source: 'scores',
+      title: `Low scores of '${score}'`,
+      observation: `${records.length} record${records.length === 1 ? '' : 's'} since the previous run scored low on '${score}' (a failed check, or below the low-score threshold).`,
+      details: 'Taken from the scores written on the records of the window.',
+      suggested_action: `Open an occurrence and read why '${score}' scored it low.`,
+      severity: 'MEDIUM',
+      occurrences: records.slice(0, MAX_OCCURRENCES).map(occurrenceOf),
+      examples: [],
+      count: records.length,
+    });
   outliers('latency', figures.medianDurationNs);
   outliers('cost', figures.medianCost);
   return out;

@@ -117,7 +117,9 @@ export const Signal = Type.Object(
     id: Uuid,
     project_id: Uuid,
     run_id: Uuid,
-    source: Type.String({ description: '`model`, or a model-free finding: `errors`, `latency`, `cost`' }),
+    source: Type.String({
+      description: '`model`, or a model-free finding: `errors`, `scores` (low scores), `latency`, `cost`',
+    }),
     title: Type.String(),
     observation: Type.String(),
     details: Type.String(),

@@ -41,6 +41,8 @@ export const SIGNALS_JOB = 'signals-scheduler';
 export interface SignalRunsOptions {
   /** Records a run selects (errors, outliers, recent) at most. */
   selectLimit: number;
+  /** A numeric score below this is low (a boolean score is low when false). */
+  lowScoreBelow: number;
   /** Tokens of the sample sent to the model at most. */
   budgetTokens: number;
   /** The window of a log stream's first run. */
@@ -52,6 +54,7 @@ export interface SignalRunsOptions {
 
 export const DEFAULT_SIGNAL_RUN_OPTIONS: SignalRunsOptions = {
   selectLimit: 200,
+  lowScoreBelow: 0.5,
   budgetTokens: 24_000,
   firstWindowMs: 86_400_000,
   staleMs: 30 * 60_000,
@@ -198,7 +201,10 @@ export class SignalRunsService {
     try {
       const c = await this.configs.byRun(r.run_id);
       const figures = await this.repo.figures(w);
-      const selected = await this.repo.select(w, this.opts.selectLimit);
+      const selected = await this.repo.select(w, this.opts.selectLimit, {
+        names: await this.repo.scoreNames(r.run_id),
+        below: this.opts.lowScoreBelow,
+      });
       result.records_read = figures.records;
       const found: (FoundSignal & { sameAs?: string | null })[] = modelFreeFindings(figures, selected);
       const open = await this.repo.open(r.run_id, 50);

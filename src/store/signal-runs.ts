@@ -8,6 +8,7 @@ import { type Kysely, sql } from 'kysely';
 import type { SelectedRecord, WindowFigures } from '../domain/signal-runs.ts';
 import { SEVERITIES } from '../domain/signals.ts';
 import type { Dialect } from '../query/sql-dialect.ts';
+import { parseJson } from './db.ts';
 import type { DB, SignalRunsTable, SignalsConfigurationsTable, SignalsTable } from './tables.ts';
 
 export type SignalRunRow = SignalRunsTable;
@@ -23,6 +24,13 @@ const SELECTED = [
   'status_code',
   'duration_ns',
 ] as const;
+
+/** Which scores count as low: the run's scorer names, and the threshold of a numeric score. */
+export interface ScoreCheck {
+  names: string[];
+  below: number;
+}
+const NO_SCORES: ScoreCheck = { names: [], below: 0 };
 
 export interface Window {
   runId: string;
@@ -154,6 +162,33 @@ export class SignalRunsRepo {
       .where('created_at', '<', w.endUs);
   }
 
+  private window(w: Window) {
+    return this.db
+      .selectFrom('records')
+      .where('run_id', '=', w.runId)
+      .where('created_at', '>=', w.startUs)
+      .where('created_at', '<', w.endUs);
+  }
+
+  /** The score `name` in a record's metrics is false, or a number below `below` (parameters only). */
+  private lowScore(name: string, below: number) {
+    if (this.dialect === 'postgres')
+      return sql<boolean>`((metrics -> ${name}) = 'false'::jsonb or (jsonb_typeof(metrics -> ${name}) = 'number' and (metrics ->> ${name})::float8 < ${below}))`;
+    const path = `$."${name.replaceAll('"', '\\"')}"`;
+    return sql<boolean>`(json_type(metrics, ${path}) = 'false' or (json_type(metrics, ${path}) in ('integer', 'real') and json_extract(metrics, ${path}) < ${below}))`;
+  }
+
+  /** The names of the run's scorers (their scores are the `metrics/<name>` of its records). */
+  async scoreNames(runId: string): Promise<string[]> {
+    const r = await this.db
+      .selectFrom('run_scorer_settings')
+      .select('scorers')
+      .where('run_id', '=', runId)
+      .executeTakeFirst();
+    const list = parseJson<{ name?: unknown }[]>(r?.scorers) ?? [];
+    return [...new Set(list.map((x) => x.name).filter((n): n is string => typeof n === 'string'))];
+  }
+
   private errors(w: Window) {
     return this.db
       .selectFrom('records')
@@ -207,10 +242,11 @@ export class SignalRunsRepo {
   }
 
   /**
-   * At most `limit` records of the window: errors first, then the slowest and the costliest traces,
-   * then the latest others; each once, with the reason it was taken.
+   * At most `limit` records of the window: errors first, then low scores of the run's scorers, then
+   * the slowest and the costliest traces, then the latest others; each once, with the reason it was
+   * taken.
    */
-  async select(w: Window, limit: number): Promise<SelectedRecord[]> {
+  async select(w: Window, limit: number, scores: ScoreCheck = NO_SCORES): Promise<SelectedRecord[]> {
     const out = new Map<string, SelectedRecord>();
     const take = (rows: Record<string, unknown>[], reason: SelectedRecord['reason']) => {
       for (const r of rows) {
@@ -228,6 +264,21 @@ export class SignalRunsRepo {
         .execute(),
       'error',
     );
+    // Low scores: a boolean score false or a number below the threshold, on any record type.
+    for (const name of scores.names) {
+      if (out.size >= limit) break;
+      const rows = await this.window(w)
+        .select(SELECTED)
+        .select(this.cost().as('cost'))
+        .where(this.lowScore(name, scores.below))
+        .orderBy('created_at', 'desc')
+        .limit(share)
+        .execute();
+      take(
+        rows.map((r) => ({ ...r, score: name })),
+        'low_score',
+      );
+    }
     // Ids from the index alone, then the few rows.
     for (const [reason, value] of [
       ['latency', sql<number | null>`duration_ns`],
@@ -340,5 +391,6 @@ function toSelected(r: Record<string, unknown>, reason: SelectedRecord['reason']
     duration_ns: num(r.duration_ns),
     cost: num(r.cost),
     reason,
+    ...(typeof r.score === 'string' ? { score: r.score } : {}),
   };
 }

@@ -11,6 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { ManualClock } from '../../src/domain/clock.ts';
 import { SIGNATURE_HEADER, verifyBody } from '../../src/domain/webhooks.ts';
 import { startServices } from '../../src/server.ts';
+import { ScorersRepo } from '../../src/store/scorers.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { insertRecords } from '../property/support.ts';
@@ -239,6 +240,50 @@ for (const store of storesUnderTest()) {
       }
     });
 
+    test("low scores of the run's scorers are selected and reported: a failed boolean, a number below the threshold", async () => {
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      await new ScorersRepo(services().store.db).saveSettings(
+        {
+          run_id: logStreamId,
+          project_id: projectId,
+          scorers: [{ name: 'correctness' }, { name: 'is_safe' }],
+          segment_filters: [],
+          updated_at: clock.now() * 1000,
+        },
+        null,
+      );
+      const now = clock.now() * 1000;
+      const ids = await insertRecords(services().store, projectId, logStreamId, [
+        { type: 'trace', name: 'chat', created_at: now - 9 * 60e6, metrics: { correctness: 0.2 } },
+        { type: 'llm', name: 'gen', created_at: now - 8 * 60e6, metrics: { is_safe: false } },
+        {
+          type: 'trace',
+          name: 'chat',
+          created_at: now - 7 * 60e6,
+          metrics: { correctness: 0.9, is_safe: true },
+        },
+        { type: 'trace', name: 'chat', created_at: now - 6 * 60e6, metrics: { other: 0 } },
+      ]);
+      await s.call('POST', `/v2/projects/${projectId}/runs/${logStreamId}/signals/runs`);
+      const [run] = await settle(projectId, logStreamId);
+      assert.equal(run.status, 'succeeded', JSON.stringify(run));
+      const list = await s.call('GET', `/v2/projects/${projectId}/runs/${logStreamId}/signals`);
+      const byTitle = Object.fromEntries(list.body.signals.map((x: any) => [x.title, x]));
+      assert.deepEqual(Object.keys(byTitle).sort(), [
+        "Low scores of 'correctness'",
+        "Low scores of 'is_safe'",
+      ]);
+      assert.deepEqual(
+        byTitle["Low scores of 'correctness'"].all_occurrences.map((o: any) => o.record_id),
+        [ids[0]],
+      );
+      assert.deepEqual(
+        byTitle["Low scores of 'is_safe'"].all_occurrences.map((o: any) => o.record_id),
+        [ids[1]],
+      );
+      assert.equal(byTitle["Low scores of 'is_safe'"].source, 'scores');
+    });
+
     test('with an integration: the model sees a sample and memory; a cited id it was not shown is dropped; a repeat merges', async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
       const integ = await s.call('PUT', '/v2/integrations/example_gateway', {
@@ -445,6 +490,17 @@ for (const store of storesUnderTest()) {
           threshold: 1e9,
         });
         assert.equal(rule.status, 200, rule.text);
+        // A rule of the same window and filter is computed in the same query, each its own value.
+        const count = await s.call('POST', base, {
+          name: 'traces',
+          metric: 'duration_ns',
+          aggregation: 'Count',
+          filter_tree: { filter: { column_id: 'type', operator: 'eq', value: 'trace', type: 'text' } },
+          window_minutes: 5,
+          comparison: 'gt',
+          threshold: 100,
+        });
+        assert.equal(count.status, 200, count.text);
         const evaluate = () => services().alerts.evaluateAll();
         await evaluate();
         await insertRecords(services().store, projectId, logStreamId, [
@@ -456,6 +512,8 @@ for (const store of storesUnderTest()) {
         const firing = await s.call('GET', `${base}/${rule.body.id}`);
         assert.equal(firing.body.state, 'firing');
         assert.equal(firing.body.last_value, 5e9);
+        const counted = await s.call('GET', `${base}/${count.body.id}`);
+        assert.deepEqual([counted.body.state, counted.body.last_value], ['ok', 2]);
         clock.advance(10 * MIN);
         await evaluate();
         await evaluate();

@@ -64,6 +64,10 @@ const logStreamPages = [
     lazy: () => import('./pages/DashboardPage.tsx').then((m) => ({ Component: m.DashboardPage })),
   },
   {
+    path: 'alerts',
+    lazy: () => import('./pages/AlertsPage.tsx').then((m) => ({ Component: m.AlertsPage })),
+  },
+  {
     path: 'token_usage',
     lazy: () => import('./pages/TokenUsagePage.tsx').then((m) => ({ Component: m.TokenUsagePage })),
   },
@@ -158,6 +162,10 @@ export const router = createBrowserRouter([
         lazy: async () => ({
           Component: (await import('./pages/PromptTemplatePage.tsx')).PromptTemplatePage,
         }),
+      },
+      {
+        path: 'projects/:projectId/webhooks',
+        lazy: async () => ({ Component: (await import('./pages/WebhooksPage.tsx')).WebhooksPage }),
       },
       runRoutes('log_streams'),
       runRoutes('experiments'),

@@ -17,14 +17,16 @@ export function useRunInfo(projectId: string, kind: RunKind, runId: string) {
   return { project, run };
 }
 
-const TABS: { tab: RecordTab | 'dashboards' | 'token_usage'; label: string; logStreams?: true }[] = [
-  { tab: 'traces', label: 'Traces' },
-  { tab: 'spans', label: 'Spans' },
-  { tab: 'sessions', label: 'Sessions' },
-  // Trends and token usage are a log stream's (the API has them for log streams only).
-  { tab: 'dashboards', label: 'Dashboards', logStreams: true },
-  { tab: 'token_usage', label: 'Token usage', logStreams: true },
-];
+const TABS: { tab: RecordTab | 'dashboards' | 'token_usage' | 'alerts'; label: string; logStreams?: true }[] =
+  [
+    { tab: 'traces', label: 'Traces' },
+    { tab: 'spans', label: 'Spans' },
+    { tab: 'sessions', label: 'Sessions' },
+    // Trends and token usage are a log stream's (the API has them for log streams only).
+    { tab: 'dashboards', label: 'Dashboards', logStreams: true },
+    { tab: 'token_usage', label: 'Token usage', logStreams: true },
+    { tab: 'alerts', label: 'Alerts', logStreams: true },
+  ];
 
 /** Breadcrumb, run name and the run's record tabs. */
 export function RunHeader({

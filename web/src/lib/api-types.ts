@@ -38,7 +38,23 @@ import type {
   Integration as IntegrationSchema,
   UserCollaborator as UserCollaboratorSchema,
 } from '../../../src/schemas/integrations.ts';
-import type { SignalsConfigurationEnvelope } from '../../../src/schemas/signals.ts';
+import type {
+  SignalList as SignalListSchema,
+  SignalRunEnvelope as SignalRunEnvelopeSchema,
+  SignalRunList as SignalRunListSchema,
+  Signal as SignalSchema,
+  SignalsConfigurationEnvelope,
+} from '../../../src/schemas/signals.ts';
+import type {
+  AlertHistory as AlertHistorySchema,
+  AlertList as AlertListSchema,
+  AlertPreview as AlertPreviewSchema,
+  Alert as AlertSchema,
+  CreatedWebhook as CreatedWebhookSchema,
+  DeliveryList as DeliveryListSchema,
+  WebhookList as WebhookListSchema,
+  Webhook as WebhookSchema,
+} from '../../../src/schemas/alerts.ts';
 
 export type ApiRecord = Static<typeof RecordSchema>;
 export type Project = Static<typeof ProjectSchema>;
@@ -66,6 +82,18 @@ export interface GatewaySettings {
 export type UserCollaborator = Static<typeof UserCollaboratorSchema>;
 export type GroupCollaborator = Static<typeof GroupCollaboratorSchema>;
 export type SignalsEnvelope = Static<typeof SignalsConfigurationEnvelope>;
+export type Signal = Static<typeof SignalSchema>;
+export type SignalList = Static<typeof SignalListSchema>;
+export type SignalRunList = Static<typeof SignalRunListSchema>;
+export type SignalRunEnvelope = Static<typeof SignalRunEnvelopeSchema>;
+export type Alert = Static<typeof AlertSchema>;
+export type AlertList = Static<typeof AlertListSchema>;
+export type AlertHistory = Static<typeof AlertHistorySchema>;
+export type AlertPreview = Static<typeof AlertPreviewSchema>;
+export type Webhook = Static<typeof WebhookSchema>;
+export type CreatedWebhook = Static<typeof CreatedWebhookSchema>;
+export type WebhookList = Static<typeof WebhookListSchema>;
+export type DeliveryList = Static<typeof DeliveryListSchema>;
 export type Dashboard = Static<typeof DashboardSchema>;
 export type Widget = Static<typeof WidgetSchema>;
 export type Section = Static<typeof SectionSchema>;

@@ -10,6 +10,8 @@ import type { Integration, RunKind, SignalsEnvelope } from '../../lib/api-types.
 import { formatTime } from '../../lib/format.ts';
 import { useApi } from '../../lib/use-api.ts';
 import { CronPreview } from './CronPreview.tsx';
+import { SignalsActivity } from './SignalsActivity.tsx';
+import '../signals.css';
 
 type Config = SignalsEnvelope['data'];
 
@@ -277,7 +279,7 @@ function SignalsForm({
   );
 }
 
-/** The Signals configuration of a log stream or experiment. */
+/** A log stream's or experiment's Signals: what was found and the runs, beside the configuration. */
 export function SignalsPage({ runKind }: { runKind: RunKind }) {
   const { projectId = '', runId = '' } = useParams();
   const info = useRunInfo(projectId, runKind, runId);
@@ -304,11 +306,17 @@ export function SignalsPage({ runKind }: { runKind: RunKind }) {
             : 'Not saved yet: the defaults'}
         </span>
       </div>
-      {config.error && <ErrorNote error={config.error} retry={config.reload} />}
-      {!current && !config.error && <Loading what="the Signals configuration" />}
-      {current && !access.loading && (
-        <SignalsForm initial={current} onSaved={setCurrent} readOnly={!editable} />
-      )}
+      <div className="signals-layout">
+        <SignalsActivity projectId={projectId} runId={runId} runKind={runKind} editable={editable} />
+        <aside aria-label="Configuration">
+          <h2>Configuration</h2>
+          {config.error && <ErrorNote error={config.error} retry={config.reload} />}
+          {!current && !config.error && <Loading what="the Signals configuration" />}
+          {current && !access.loading && (
+            <SignalsForm initial={current} onSaved={setCurrent} readOnly={!editable} />
+          )}
+        </aside>
+      </div>
     </>
   );
 }
