@@ -39,7 +39,7 @@ export interface Judgement extends Verdict {
 
 export class JudgesService {
   constructor(
-    private readonly modelCalls: Pick<ModelCallsService, 'call'>,
+    private readonly modelCalls: Pick<ModelCallsService, 'call' | 'models'>,
     private readonly integrations: Pick<IntegrationsService, 'providerSettings'>,
   ) {}
 
@@ -48,7 +48,11 @@ export class JudgesService {
     if (c.model_name) return c.model_name;
     const p = await this.integrations.providerSettings(integrationId);
     if (!p) throw new ModelCallError('config', 'The integration of these scorers was deleted', 0, null, null);
-    const m = defaultModel(p.name, p.config) ?? configuredModels(p.name, p.config)[0];
+    // Presets name no model: the integration's default, else the first its provider lists.
+    const m =
+      defaultModel(p.name, p.config) ??
+      configuredModels(p.name, p.config)[0] ??
+      (await this.modelCalls.models(integrationId).catch(() => []))[0];
     if (!m)
       throw new ModelCallError(
         'config',
