@@ -1,7 +1,9 @@
 /**
  * Scores in the console, in Chromium against a real server and the fake provider, on each store: an
  * LLM judge enabled on a log stream scores a trace, and the trace view shows the score with the
- * judges' explanation and votes (one abstaining). Screenshots land in SHOT_DIR.
+ * judges' explanation and votes (one abstaining); the scorers page's judge editor previews a draft
+ * on a record: the rendered prompt, each judge's raw answer and the parsed score. Screenshots land in
+ * SHOT_DIR.
  */
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -97,6 +99,53 @@ for (const store of storesUnderTest()) {
       assert.match(await score.innerText(), /abstained: the answer is not a JSON object/);
       await score.scrollIntoViewIfNeeded();
       await screenshot(page, 'trace-scores');
+      assert.deepEqual(errors, []);
+    });
+
+    test('the judge editor previews a draft: rendered prompt, raw answers, parsed score', async () => {
+      const P = (await s.call('POST', '/v2/projects', { name: 'preview project' })).body.id;
+      const LS = (await s.call('POST', `/v2/projects/${P}/log_streams`, { name: 'default' })).body.id;
+      const spanId = crypto.randomUUID();
+      await s.call('POST', `/v2/projects/${P}/traces`, {
+        log_stream_id: LS,
+        traces: [
+          {
+            id: crypto.randomUUID(),
+            name: 'chat',
+            input: 'Capital of Italy?',
+            output: 'Rome',
+            spans: [{ id: spanId, type: 'llm', name: 'model', input: 'Capital of Italy?', output: 'Rome' }],
+          },
+        ],
+      });
+      await page.goto(`${s.url}/scorers`);
+      await page.getByRole('cell', { name: 'correctness', exact: true }).waitFor();
+      const form = page.locator('form.judge-editor');
+      await form.getByLabel('Name').fill('capital_check');
+      await form
+        .getByLabel(/^Template/)
+        .fill('City: {{output}}\nIs this the capital asked for in: {{input}}?');
+      await form.getByLabel('Model').fill('fake-model');
+      await form.getByLabel('Project').selectOption({ label: 'preview project' });
+      await form.getByLabel(/Record ids/).fill(spanId);
+      await form.getByRole('button', { name: 'Preview' }).click();
+      const result = page.locator(`.preview-result[data-record="${spanId}"]`);
+      await result.waitFor();
+      assert.equal(
+        await result.locator('.rendered-prompt').innerText(),
+        'City: Rome\nIs this the capital asked for in: Capital of Italy??',
+      );
+      assert.equal(await result.locator('.raw-answer').count(), 3);
+      assert.match(
+        await result.locator('.judge-answers').innerText(),
+        /abstained: the answer is not a JSON object/,
+      );
+      assert.match(await result.locator('.raw-answer').first().innerText(), /"rating": true|no idea/);
+      assert.equal(await result.locator('.preview-score').innerText(), '1');
+      await screenshot(page, 'judge-preview');
+      // Nothing was stored on the record.
+      const span = await s.call('GET', `/v2/projects/${P}/spans/${spanId}`);
+      assert.equal(span.body.metrics.capital_check, undefined);
       assert.deepEqual(errors, []);
     });
   });
