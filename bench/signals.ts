@@ -143,6 +143,7 @@ async function generate() {
       project_id: project.id,
       scorers: [{ name: 'correctness' }],
       segment_filters: [],
+      integration_id: null,
       updated_at: END_MS * 1000,
     },
     null,

@@ -46,6 +46,8 @@ export interface Config {
   allowPrivateProviders: boolean;
   /** The job queue (services/job-queue.ts): jobs run at once per process, lease, poll and retry base. */
   jobConcurrency: number;
+  /** A session's LLM scorers wait until nothing was written to it for this long. */
+  scorerQuietMs: number;
   jobLeaseMs: number;
   jobPollMs: number;
   jobRetryBaseMs: number;
@@ -140,6 +142,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
     jobConcurrency: intVar(env, 'SPANBASE_JOB_CONCURRENCY', 4, 1, 256),
+    scorerQuietMs: intVar(env, 'SPANBASE_SCORER_QUIET_MS', 60_000, 0, 86_400_000),
     jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),
     jobPollMs: intVar(env, 'SPANBASE_JOB_POLL_MS', 1000, 5, 600_000),
     jobRetryBaseMs: intVar(env, 'SPANBASE_JOB_RETRY_BASE_MS', 30_000, 1, 3_600_000),

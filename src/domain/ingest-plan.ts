@@ -593,6 +593,23 @@ export class Planner {
     return true;
   }
 
+  /**
+   * A stored record's score from a background scorer (an LLM judge): `value` under `name` in its
+   * metrics, or the key removed when null. Answers whether the record changed.
+   */
+  setScore(id: string, name: string, value: number | null): boolean {
+    const e = this.entry(id);
+    if (!e) return false;
+    const metrics = (e.row.metrics ? JSON.parse(e.row.metrics) : {}) as Record<string, number>;
+    if ((metrics[name] ?? null) === value) return false;
+    if (value === null) delete metrics[name];
+    else metrics[name] = value;
+    e.row.metrics = Object.keys(metrics).length ? JSON.stringify(metrics) : null;
+    e.dirty = true;
+    e.meta = undefined;
+    return true;
+  }
+
   // ---- result --------------------------------------------------------------------------------
 
   finish(): Plan {

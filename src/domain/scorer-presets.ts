@@ -26,9 +26,6 @@ export function presetId(name: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const ANSWER =
-  'Think step by step, then answer with one JSON object: {"explanation": "<your reasoning in one or two sentences>", "rating": <value>}.';
-
 function judge(
   name: string,
   description: string,
@@ -44,7 +41,8 @@ function judge(
     nodeTypes,
     kind: 'llm',
     template: {
-      metric_system_prompt: `${system} ${ANSWER} The rating is true or false.`,
+      // How to answer (JSON, chain of thought, the value's type) is added by domain/judge.ts.
+      metric_system_prompt: system,
       metric_description: description,
       value_field_name: 'rating',
       explanation_field_name: 'explanation',

@@ -125,4 +125,6 @@ export interface RunScoring {
   scorers: ActiveScorer[];
   segments: SegmentFilter[];
   pausedReason: string | null;
+  /** The integration its LLM judges call (null: none was readable by whoever saved the settings). */
+  integrationId: string | null;
 }

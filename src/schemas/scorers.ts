@@ -284,6 +284,7 @@ export const SettingsBody = Type.Object(
     run_id: Type.Optional(Uuid),
     scorers: Type.Optional(Nullable(Type.Array(ScorerConfig, { maxItems: 100 }))),
     segment_filters: Type.Optional(Nullable(Type.Array(SegmentFilter, { maxItems: 20 }))),
+    integration_id: Type.Optional(Nullable(Uuid)),
   },
   { title: 'RunScorerSettingsPatchRequest' },
 );
@@ -293,6 +294,7 @@ export const SettingsResponse = Type.Object(
     run_id: Uuid,
     scorers: Type.Array(ScorerConfig),
     segment_filters: Nullable(Type.Array(SegmentFilter)),
+    integration_id: Type.Optional(Nullable(Uuid)),
   },
   { title: 'RunScorerSettingsResponse' },
 );
@@ -334,4 +336,48 @@ export const RecomputeBody = Type.Object(
     max_records: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000_000 })),
   },
   { title: 'RecomputeLogRecordsMetricsRequest' },
+);
+
+/** Spanbase extension: a judge run on chosen records, nothing stored. */
+export const PreviewParams = Type.Object({ project_id: Uuid, id: Uuid });
+export const PreviewBody = Type.Object(
+  {
+    record_ids: Type.Array(Uuid, { minItems: 1, maxItems: 20 }),
+    integration_id: Type.Optional(Nullable(Uuid)),
+    /** An unsaved version to try (the editor's draft); without it, the scorer's default version. */
+    version: Type.Optional(Nullable(CreateLlmVersion)),
+  },
+  { title: 'ScorerPreviewRequest' },
+);
+
+const PreviewMessage = Type.Object({ role: Type.String(), content: Type.String() });
+const Value = Nullable(Type.Union([Type.Number(), Type.String(), Type.Array(Type.String())]));
+
+export const PreviewResponse = Type.Object(
+  {
+    scorer_id: Uuid,
+    model: Nullable(Type.String()),
+    results: Type.Array(
+      Type.Object({
+        record_id: Uuid,
+        status: Type.String(),
+        error: Nullable(Type.String()),
+        messages: Type.Array(PreviewMessage),
+        rendered_prompt: Nullable(Type.String()),
+        judges: Type.Array(
+          Type.Object({
+            raw: Nullable(Type.String()),
+            value: Value,
+            explanation: Nullable(Type.String()),
+            abstained: Nullable(Type.String()),
+          }),
+        ),
+        value: Value,
+        explanation: Nullable(Type.String()),
+        abstained: Type.Integer(),
+        cost: Nullable(Type.Number()),
+      }),
+    ),
+  },
+  { title: 'ScorerPreviewResponse' },
 );

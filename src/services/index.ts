@@ -33,6 +33,9 @@ import { JobQueue } from './job-queue.ts';
 import { ScorersService } from './scorers.ts';
 import { ScoringService } from './scoring.ts';
 import { ScoreBackfillService } from './score-backfill.ts';
+import { JudgesService } from './judges.ts';
+import { ScoreWorker } from './score-worker.ts';
+import { ScorerPreviewService } from './scorer-preview.ts';
 import { AnnotationQueuesService } from './annotation-queues.ts';
 import { AnnotationsService } from './annotations.ts';
 import { AuthService } from './auth.ts';
@@ -110,6 +113,9 @@ export interface Services {
   jobs: JobQueue;
   scorers: ScorersService;
   scoring: ScoringService;
+  judges: JudgesService;
+  scoreWorker: ScoreWorker;
+  scorerPreview: ScorerPreviewService;
   backfill: ScoreBackfillService;
 }
 
@@ -156,9 +162,14 @@ export function createServices(
     pollMs: config.jobPollMs,
     retryBaseMs: config.jobRetryBaseMs,
   });
+  const integrations = new IntegrationsService(
+    new IntegrationsRepo(store.db, store.dialect),
+    usersRepo,
+    keyring,
+  );
   const scorersRepo = new ScorersRepo(store.db);
   const scorers = new ScorersService(scorersRepo);
-  const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs);
+  const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs, integrations);
   jobs.pausedRuns = () => scoring.pausedRuns();
   const ingest = new IngestService(
     projects,
@@ -218,11 +229,6 @@ export function createServices(
     dashboardColumns,
   );
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
-  const integrations = new IntegrationsService(
-    new IntegrationsRepo(store.db, store.dialect),
-    usersRepo,
-    keyring,
-  );
   const modelCallsRepo = new ModelCallsRepo(store.db);
   const modelCalls = new ModelCallsService(modelCallsRepo, integrations, prices, config);
   const signalsRepo = new SignalsRepo(store.db);
@@ -261,6 +267,12 @@ export function createServices(
     leasesOf(store.db),
   );
   const datasets = new DatasetsService(new DatasetsRepo(store.db, store.dialect), projects, usersRepo);
+  const judges = new JudgesService(modelCalls, integrations);
+  const scoreWorker = new ScoreWorker(scorersRepo, scoring, judges, ingest, jobs, {
+    quietMs: config.scorerQuietMs,
+    resumeCheckMs: Math.max(50, config.jobPollMs * 5),
+  });
+  const scorerPreview = new ScorerPreviewService(scorersRepo, scorers, judges, projects, integrations);
   return {
     config,
     store,
@@ -306,5 +318,8 @@ export function createServices(
     scorers,
     scoring,
     backfill,
+    judges,
+    scoreWorker,
+    scorerPreview,
   };
 }

@@ -12,6 +12,7 @@ import {
   patchFlow,
   recomputeFlow,
   rescoreFlow,
+  scoreFlow,
   sessionFlow,
   spansFlow,
   tracesFlow,
@@ -203,6 +204,13 @@ export class IngestService {
   async rescore(projectId: string, runId: string, ids: string[], scoring: RunScoring): Promise<number> {
     const ctx = { projectId, runId, now: nowUs() };
     const { result } = await this.store.run(() => rescoreFlow(ctx, ids, scoring), 1);
+    return result.changed;
+  }
+
+  /** A background scorer's value written under its name in a record's metrics (null removes it). */
+  async writeScore(projectId: string, runId: string, id: string, name: string, value: number | null) {
+    const ctx = { projectId, runId, now: nowUs() };
+    const { result } = await this.store.run(() => scoreFlow(ctx, id, name, value), 1);
     return result.changed;
   }
 

@@ -214,6 +214,17 @@ export class IntegrationsService {
     return (await this.repo.byHolder(caller.id, kind))?.id ?? null;
   }
 
+  /**
+   * The integration features use for the caller when none is named: one they selected and may still
+   * see, else the first they may see; null when they have none.
+   */
+  async defaultFor(caller: Caller): Promise<string | null> {
+    for (const id of (await this.selections(caller)).values())
+      if ((await this.roleOn(caller, id)) !== null) return id;
+    const rows = await this.repo.visibleTo(caller.id, await this.users.groupIdsOf(caller.id));
+    return rows[0]?.id ?? null;
+  }
+
   private async requireKind(caller: Caller, kind: string): Promise<string> {
     const id = await this.idOfKind(caller, kind);
     if (!id) throw notFound(`You have no ${kind} integration; an integration`);

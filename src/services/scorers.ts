@@ -134,6 +134,11 @@ export class ScorersService {
 
   // ---- reads -----------------------------------------------------------------------------------
 
+  /** A stored scorer's row (404 when none): its defaults fill a draft version. */
+  async row(id: string): Promise<ScorerRow> {
+    return this.stored(id);
+  }
+
   private async stored(id: string): Promise<ScorerRow> {
     const s = await this.repo.byId(id);
     if (!s) throw notFound('Scorer');
@@ -263,18 +268,7 @@ export class ScorersService {
       throw valueError(['path', 'id'], `This is a ${s.scorer_type} scorer, not an llm scorer`);
     if (!b.chain_poll_template && !b.user_prompt && !b.instructions)
       throw valueError(['body'], 'Give a chain_poll_template, a user_prompt or instructions');
-    const d = s.defaults ?? {};
-    const config: LlmVersionConfig = {
-      model_name: b.model_name ?? d.model_name ?? null,
-      num_judges: b.num_judges ?? d.num_judges ?? 3,
-      cot_enabled: b.cot_enabled ?? d.cot_enabled ?? true,
-      output_type: (b.output_type ?? s.output_type ?? d.output_type ?? 'boolean') as OutputType,
-      input_type: b.input_type ?? s.input_type ?? null,
-      scoreable_node_types: b.scoreable_node_types ?? null,
-      instructions: b.instructions ?? null,
-      user_prompt: b.user_prompt ?? null,
-      chain_poll_template: b.chain_poll_template ?? null,
-    };
+    const config = llmConfigOf(b, s);
     const v = await this.repo.addVersion(id, 'llm', config as unknown as Obj, caller.id, nowUs());
     this.changed();
     return this.versionOut(v, s);
@@ -412,6 +406,25 @@ export class ScorersService {
       nodeTypes: nodeTypes ?? DEFAULT_NODE_TYPES,
     };
   }
+}
+
+/** An LLM version's config from a version body, the scorer's defaults filling what it leaves out. */
+export function llmConfigOf(
+  b: Obj,
+  s: { defaults: Obj | null; output_type: string | null; input_type: string | null },
+): LlmVersionConfig {
+  const d = s.defaults ?? {};
+  return {
+    model_name: b.model_name ?? d.model_name ?? null,
+    num_judges: b.num_judges ?? d.num_judges ?? 3,
+    cot_enabled: b.cot_enabled ?? d.cot_enabled ?? true,
+    output_type: (b.output_type ?? s.output_type ?? d.output_type ?? 'boolean') as OutputType,
+    input_type: b.input_type ?? s.input_type ?? null,
+    scoreable_node_types: b.scoreable_node_types ?? null,
+    instructions: b.instructions ?? null,
+    user_prompt: b.user_prompt ?? null,
+    chain_poll_template: b.chain_poll_template ?? null,
+  };
 }
 
 /** One hosted list filter on a scorer's shape. */

@@ -18,6 +18,7 @@ import { DAY_US } from '../domain/ingest-plan.ts';
 import { nowUs } from '../domain/time.ts';
 import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
 import type { Caller } from './auth.ts';
+import type { IntegrationsService } from './integrations.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { ProjectsService } from './projects.ts';
 import type { RunsService } from './runs.ts';
@@ -42,12 +43,30 @@ export class ScoringService {
     private readonly runs: RunsService,
     private readonly projects: ProjectsService,
     private readonly queue: JobQueue,
+    private readonly integrations: Pick<IntegrationsService, 'canSee' | 'defaultFor'>,
   ) {}
 
   // ---- settings ------------------------------------------------------------------------------
 
-  private settingsOut(runId: string, row: { scorers: Obj[]; segment_filters: Obj[] } | null) {
-    return { run_id: runId, scorers: row?.scorers ?? [], segment_filters: row?.segment_filters ?? null };
+  private settingsOut(
+    runId: string,
+    row: { scorers: Obj[]; segment_filters: Obj[]; integration_id: string | null } | null,
+  ) {
+    return {
+      run_id: runId,
+      scorers: row?.scorers ?? [],
+      segment_filters: row?.segment_filters ?? null,
+      integration_id: row?.integration_id ?? null,
+    };
+  }
+
+  /**
+   * The integration a run's LLM judges call: the one named (the caller must see it), else the one
+   * kept (if the caller still sees it), else the caller's default. Null when the caller has none.
+   */
+  private async integrationFor(caller: Caller, id: string | null): Promise<string | null> {
+    if (id && (await this.integrations.canSee(caller, id))) return id;
+    return this.integrations.defaultFor(caller);
   }
 
   async getSettings(caller: Caller, projectId: string, runId: string) {
@@ -82,6 +101,10 @@ export class ScoringService {
         scorer_version: { id: a.versionId, version: a.version },
       });
     }
+    const integrationId = await this.integrationFor(
+      caller,
+      body.integration_id ?? prior?.integration_id ?? null,
+    );
     const segments: Obj[] = (body.segment_filters ?? prior?.segment_filters ?? []).map((s: Obj) => ({
       filter: s.filter ?? null,
       sample_rate: s.sample_rate,
@@ -93,12 +116,19 @@ export class ScoringService {
         project_id: run.project_id,
         scorers: saved,
         segment_filters: segments,
+        integration_id: integrationId,
         updated_at: nowUs(),
       },
       caller.id,
     );
     this.cache.delete(run.project_id);
-    return this.settingsOut(run.id, { scorers: saved, segment_filters: segments });
+    // Saving lifts a pause: the run's waiting tasks are due again.
+    if (prior?.paused_reason) await this.queue.wakeRun(run.id, SCORE_JOB);
+    return this.settingsOut(run.id, {
+      scorers: saved,
+      segment_filters: segments,
+      integration_id: integrationId,
+    });
   }
 
   // ---- what ingestion and reads use ------------------------------------------------------------
@@ -123,6 +153,7 @@ export class ScoringService {
         scorers,
         segments: s.segment_filters as unknown as SegmentFilter[],
         pausedReason: s.paused_reason,
+        integrationId: s.integration_id,
       });
     }
     if (this.cache.size > 10_000) this.cache.clear();
@@ -184,7 +215,8 @@ export class ScoringService {
       }
     }
     if (!jobs.length) return 0;
-    await this.repo.putResults(pending, nowUs());
+    // A record written again keeps its result (its task is not run again unless reset).
+    await this.repo.putResults(pending, nowUs(), { keep: !reset });
     return this.queue.enqueue(jobs, { reset });
   }
 
@@ -293,11 +325,24 @@ export class ScoringService {
     };
   }
 
+  /** Pauses a run's LLM scorers (a credential or billing error): its tasks are not claimed. */
+  async pause(runId: string, reason: string): Promise<void> {
+    await this.repo.setPaused(runId, reason, nowUs());
+    this.cache.clear();
+  }
+
   /** Resumes a paused run's LLM scorers (its integration was fixed): its tasks are due again. */
   async resume(runId: string): Promise<void> {
     await this.repo.setPaused(runId, null);
     this.cache.clear();
     await this.queue.wakeRun(runId, SCORE_JOB);
+  }
+
+  /** Resumes the paused runs whose integration changed since the pause (any process may have fixed it). */
+  async resumeFixed(): Promise<number> {
+    const runs = await this.repo.fixedRuns();
+    for (const r of runs) await this.resume(r);
+    return runs.length;
   }
 
   pausedRuns(): Promise<string[]> {

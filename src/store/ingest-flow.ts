@@ -326,3 +326,17 @@ export function* rescoreFlow(ctx: Ctx, ids: string[], scoring: RunScoring): Flow
   for (const id of ids) if (p.rescore(id, scoring)) changed++;
   return { plan: changed ? p.finish() : null, runId: ctx.runId, result: { changed } };
 }
+
+/** A background score (an LLM judge's) written into one record's metrics, in one transaction. */
+export function* scoreFlow(
+  ctx: Ctx,
+  id: string,
+  name: string,
+  value: number | null,
+): Flow<{ changed: boolean }> {
+  const existing = new Map<string, StoredRecord>();
+  yield* loadInto(existing, [id]);
+  const p = new Planner({ ...ctx, existing });
+  const changed = p.setScore(id, name, value);
+  return { plan: changed ? p.finish() : null, runId: ctx.runId, result: { changed } };
+}

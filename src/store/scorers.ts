@@ -40,6 +40,8 @@ export interface SettingsRow {
   scorers: Record<string, unknown>[];
   segment_filters: Record<string, unknown>[];
   paused_reason: string | null;
+  /** The integration LLM judges call (the saver's, checked readable at save time). */
+  integration_id: string | null;
   updated_at: number;
 }
 
@@ -201,6 +203,8 @@ export class ScorersRepo {
       scorers: toJson(s.scorers) as string,
       segment_filters: toJson(s.segment_filters) as string,
       paused_reason: null,
+      paused_at: null,
+      integration_id: s.integration_id,
       updated_by: by,
       updated_at: s.updated_at,
     };
@@ -211,6 +215,10 @@ export class ScorersRepo {
         oc.column('run_id').doUpdateSet({
           scorers: v.scorers,
           segment_filters: v.segment_filters,
+          integration_id: v.integration_id,
+          // Saving again (a fixed integration, other scorers) lifts a pause.
+          paused_reason: null,
+          paused_at: null,
           updated_by: by,
           updated_at: s.updated_at,
         }),
@@ -218,12 +226,24 @@ export class ScorersRepo {
       .execute();
   }
 
-  async setPaused(runId: string, reason: string | null): Promise<void> {
+  async setPaused(runId: string, reason: string | null, at: number | null = null): Promise<void> {
     await this.db
       .updateTable('run_scorer_settings')
-      .set({ paused_reason: reason })
+      .set({ paused_reason: reason, paused_at: reason === null ? null : at })
       .where('run_id', '=', runId)
       .execute();
+  }
+
+  /** Paused runs whose integration was changed (its token or settings saved) since the pause. */
+  async fixedRuns(): Promise<string[]> {
+    const rows = await this.db
+      .selectFrom('run_scorer_settings as s')
+      .innerJoin('integrations as i', 'i.id', 's.integration_id')
+      .select('s.run_id')
+      .where('s.paused_reason', 'is not', null)
+      .whereRef('i.updated_at', '>', 's.paused_at')
+      .execute();
+    return rows.map((r) => r.run_id);
   }
 
   /** Runs whose LLM scorers are paused now. */
@@ -250,7 +270,12 @@ export class ScorersRepo {
 
   // ---- results -------------------------------------------------------------------------------
 
-  async putResults(rows: (ResultRow & { project_id: string; run_id: string })[], now: number): Promise<void> {
+  /** Results written (replacing the earlier ones, or, with `keep`, only where a pair has none). */
+  async putResults(
+    rows: (ResultRow & { project_id: string; run_id: string })[],
+    now: number,
+    opts: { keep?: boolean } = {},
+  ): Promise<void> {
     for (let i = 0; i < rows.length; i += 500) {
       const values = rows.slice(i, i + 500).map((r) => ({
         ...r,
@@ -261,16 +286,32 @@ export class ScorersRepo {
         .insertInto('score_results')
         .values(values)
         .onConflict((oc) =>
-          oc.columns(['record_id', 'scorer_id']).doUpdateSet((eb) => ({
-            status: eb.ref('excluded.status'),
-            reason: eb.ref('excluded.reason'),
-            info: eb.ref('excluded.info'),
-            cost: eb.ref('excluded.cost'),
-            updated_at: eb.ref('excluded.updated_at'),
-          })),
+          opts.keep
+            ? oc.columns(['record_id', 'scorer_id']).doNothing()
+            : oc.columns(['record_id', 'scorer_id']).doUpdateSet((eb) => ({
+                status: eb.ref('excluded.status'),
+                reason: eb.ref('excluded.reason'),
+                info: eb.ref('excluded.info'),
+                cost: eb.ref('excluded.cost'),
+                updated_at: eb.ref('excluded.updated_at'),
+              })),
         )
         .execute();
     }
+  }
+
+  /**
+   * A task started: its result becomes `computing` unless it already ended (another worker finished
+   * it while this one's lease was being given back).
+   */
+  async markComputing(recordId: string, scorerId: string, reason: string, now: number): Promise<void> {
+    await this.db
+      .updateTable('score_results')
+      .set({ status: 'computing', reason, updated_at: now })
+      .where('record_id', '=', recordId)
+      .where('scorer_id', '=', scorerId)
+      .where('status', 'in', ['pending', 'computing'])
+      .execute();
   }
 
   async results(recordIds: string[]): Promise<ResultRow[]> {
@@ -324,6 +365,7 @@ function settingsOf(r: any): SettingsRow {
     scorers: parseJson(r.scorers) ?? [],
     segment_filters: parseJson(r.segment_filters) ?? [],
     paused_reason: r.paused_reason,
+    integration_id: r.integration_id ?? null,
     updated_at: Number(r.updated_at),
   };
 }

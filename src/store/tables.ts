@@ -438,6 +438,8 @@ export interface RunScorerSettingsTable {
   scorers: unknown;
   segment_filters: unknown;
   paused_reason: string | null;
+  integration_id: string | null;
+  paused_at: number | null;
   updated_by: string | null;
   updated_at: number;
 }

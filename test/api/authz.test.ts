@@ -667,6 +667,17 @@ export const RULES: Record<string, RouteRule> = {
     build: (c) => ({ body: { scorers: [{ id: c.w.ids.scorer_id, scorer_type: 'rule' }] } }),
   }),
   'GET /v2/projects/{project_id}/runs/{run_id}/scorer-settings/status': project('viewer'),
+  // A preview calls the model (spends the project's money): editors, through an integration they see.
+  'POST /v2/projects/{project_id}/scorers/{id}/preview': project('editor', {
+    build: (c) => ({
+      path: { id: c.w.ids.llm_scorer_id },
+      body: {
+        record_ids: [c.w.ids.record_id],
+        integration_id: c.w.ids.integration_id,
+        version: { user_prompt: 'Is the answer right?', num_judges: 1 },
+      },
+    }),
+  }),
   'POST /v2/projects/{project_id}/recompute_metrics': project('editor', {
     build: async (c) => {
       // Only scorers enabled on the run are recomputed: the owner enables the world's.

@@ -248,6 +248,7 @@ for (const store of storesUnderTest()) {
           project_id: projectId,
           scorers: [{ name: 'correctness' }, { name: 'is_safe' }],
           segment_filters: [],
+          integration_id: null,
           updated_at: clock.now() * 1000,
         },
         null,

@@ -175,6 +175,10 @@ export const router = createBrowserRouter([
       },
       ...settingsRoutes,
       {
+        path: 'scorers',
+        lazy: async () => ({ Component: (await import('./pages/ScorersPage.tsx')).ScorersPage }),
+      },
+      {
         path: 'datasets',
         lazy: async () => ({ Component: (await import('./pages/DatasetsPage.tsx')).DatasetsPage }),
       },

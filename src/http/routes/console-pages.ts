@@ -17,6 +17,7 @@ const PAGES = [
   '/settings/*',
   '/datasets',
   '/datasets/*',
+  '/scorers',
 ];
 
 /**

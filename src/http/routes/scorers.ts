@@ -10,6 +10,9 @@ import {
   CreateScorer,
   ListQuery,
   ListScorers,
+  PreviewBody,
+  PreviewParams,
+  PreviewResponse,
   Message,
   RecomputeBody,
   RunParams,
@@ -31,13 +34,19 @@ type Obj = Record<string, any>;
 
 /** Scorers (hosted routes plus the rule-version extension), run scorer settings, status, recompute. */
 export default async function scorerRoutes(app: FastifyInstance) {
-  const { scorers, scoring, backfill, ingest, jobs } = app.services;
+  const { scorers, scoring, backfill, ingest, jobs, scoreWorker, scorerPreview } = app.services;
   const tags = ['scorers'];
   type I = { id: string };
 
   // The job queue runs while the app is up: its jobs go back to pending when it stops.
-  app.addHook('onReady', async () => jobs.start());
-  app.addHook('onClose', async () => jobs.stop());
+  app.addHook('onReady', async () => {
+    jobs.start();
+    scoreWorker.start();
+  });
+  app.addHook('onClose', async () => {
+    scoreWorker.stop();
+    await jobs.stop();
+  });
 
   app.post<{ Body: Obj }>(
     '/v2/scorers',
@@ -70,6 +79,20 @@ export default async function scorerRoutes(app: FastifyInstance) {
       },
     },
     async (req) => scorers.tags(req.caller),
+  );
+  app.post<{ Params: { project_id: string; id: string }; Body: Obj }>(
+    '/v2/projects/:project_id/scorers/:id/preview',
+    {
+      schema: {
+        tags,
+        summary:
+          'Run an LLM judge on chosen records without storing scores (rendered prompt, raw answers, score)',
+        params: PreviewParams,
+        body: PreviewBody,
+        response: withErrors({ 200: PreviewResponse }),
+      },
+    },
+    async (req) => scorerPreview.preview(req.caller, req.params.project_id, req.params.id, req.body),
   );
   app.get<{ Params: I }>(
     '/v2/scorers/:id',

@@ -52,6 +52,9 @@ export function Layout() {
           <Link to="/datasets" className="button ghost">
             Datasets
           </Link>
+          <Link to="/scorers" className="button ghost">
+            Scorers
+          </Link>
           <Link to="/settings" className="button ghost">
             Settings
           </Link>

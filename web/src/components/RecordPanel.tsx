@@ -14,6 +14,7 @@ import { derivedDurationMs } from '../lib/span-tree.ts';
 import { JsonView } from './JsonView.tsx';
 import { KindIcon } from './KindIcon.tsx';
 import { ShownValue } from './Messages.tsx';
+import { ScoresView } from './ScoresView.tsx';
 
 async function copyText(text: string): Promise<void> {
   if (navigator.clipboard && window.isSecureContext) return navigator.clipboard.writeText(text);
@@ -169,6 +170,12 @@ export function RecordPanel({
       <section aria-labelledby="metrics-title">
         <h3 id="metrics-title">Metrics</h3>
         <KeyValues values={record.metrics ?? {}} format={metricText} label={metricLabel} />
+      </section>
+      <section aria-labelledby="scores-title">
+        <h3 id="scores-title">Scores</h3>
+        <ScoresView
+          info={(record as { metric_info?: Record<string, Record<string, unknown>> }).metric_info}
+        />
       </section>
       <section aria-labelledby="meta-title">
         <h3 id="meta-title">Metadata</h3>
