@@ -24,6 +24,7 @@ import * as jobsScorers from './023_jobs_scorers.ts';
 import * as datasets from './021_datasets.ts';
 import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
 import * as queueNames from './024_queue_names.ts';
+import * as experiments from './025_experiments.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '021_datasets': datasets,
   '028_signals_runs_alerts': signalsRunsAlerts,
   '024_queue_names': queueNames,
+  '025_experiments': experiments,
 };
