@@ -122,7 +122,7 @@ for (const store of storesUnderTest()) {
       const jobs = s.running.services.jobs;
       const paused = jobs.pausedRuns;
       jobs.pausedRuns = async () => [...(await paused()), e];
-      fake.delayMs = 60;
+      fake.delayMs = 150;
       try {
         const created = await startJob(s, w, e, { concurrency: 1 });
         const item = await new JobsRepo(s.running.services.store.db, s.running.services.store.dialect).byKey(
