@@ -211,7 +211,7 @@ export class IngestService {
   async writeScore(projectId: string, runId: string, id: string, name: string, value: number | null) {
     const ctx = { projectId, runId, now: nowUs() };
     const { result } = await this.store.run(() => scoreFlow(ctx, id, name, value), 1);
-    return result.changed;
+    return result;
   }
 
   /**

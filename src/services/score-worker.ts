@@ -140,7 +140,15 @@ export class ScoreWorker {
       await this.put(job, s.id, { status: 'error', reason, info: infoOf(verdict), cost: verdict.cost });
       return { status: 'failed', reason };
     }
-    await this.ingest.writeScore(projectId, runId, row.id, s.name, metricValue(verdict.value));
+    const written = await this.ingest.writeScore(
+      projectId,
+      runId,
+      row.id,
+      s.name,
+      metricValue(verdict.value),
+    );
+    // Never a success without its value on the record: the write did not see the record, try again.
+    if (!written.found) return { status: 'retry', reason: 'the record was not readable by the score write' };
     await this.put(job, s.id, { status: 'success', reason: null, info: infoOf(verdict), cost: verdict.cost });
     return { status: 'done', result: { value: verdict.value } };
   }

@@ -333,10 +333,14 @@ export function* scoreFlow(
   id: string,
   name: string,
   value: number | null,
-): Flow<{ changed: boolean }> {
+): Flow<{ found: boolean; changed: boolean }> {
   const existing = new Map<string, StoredRecord>();
   yield* loadInto(existing, [id]);
   const p = new Planner({ ...ctx, existing });
   const changed = p.setScore(id, name, value);
-  return { plan: changed ? p.finish() : null, runId: ctx.runId, result: { changed } };
+  return {
+    plan: changed ? p.finish() : null,
+    runId: ctx.runId,
+    result: { found: existing.has(id), changed },
+  };
 }
