@@ -377,7 +377,14 @@ function infoOf(
       status_type: 'not_computed',
       message: 'written before the scorer was enabled; recompute metrics to score it',
     };
-  if (r.status === 'success') return { status_type: 'success', ...r.info };
+  if (r.status === 'success') {
+    // The record and the task's state are two reads: a record read just before its score landed
+    // would pair a success with no value (PostgreSQL readers see each commit at once). Such a read
+    // describes the record as it was then: still computing.
+    if (typeof r.info?.value === 'number' && typeof metrics[s.name] !== 'number')
+      return { status_type: 'computing', message: 'the score is being written' };
+    return { status_type: 'success', ...r.info };
+  }
   if (r.status === 'pending' || r.status === 'computing')
     return { status_type: r.status, message: sc.pausedReason ? `paused: ${sc.pausedReason}` : r.reason };
   return { status_type: r.status, message: r.reason };
