@@ -101,5 +101,37 @@ for (const store of storesUnderTest()) {
       await screenshot(page, 'token-usage-with-model-spend');
       assert.deepEqual(errors, []);
     });
+
+    test('a dataset row fills the variables of the same names, dotted ones from an object column', async () => {
+      const ds = await s.call('POST', '/v2/datasets', {
+        name: 'readers',
+        project_id: projectId,
+        rows: [
+          { topic: 'owls', reader: { name: 'Ada' } },
+          { topic: 'bees', reader: { name: 'Grace' } },
+        ],
+      });
+      assert.equal(ds.status, 200, ds.text);
+      await page.goto(`${s.url}/projects/${projectId}/playground`);
+      await page.getByRole('heading', { name: 'Playground' }).waitFor();
+      await page.getByLabel('Model').fill('gpt-4o-mini');
+      await page.getByLabel('User message').fill('Tell {{reader.name}} about {{topic}} in {{style}}');
+      await page.getByLabel('Fill from dataset').selectOption({ label: 'readers' });
+      const row = page.getByLabel('Row');
+      await row.locator('option', { hasText: 'Grace' }).waitFor({ state: 'attached' });
+      await row.selectOption({ index: 2 });
+      assert.equal(await page.getByLabel('{{topic}}', { exact: true }).inputValue(), 'bees');
+      assert.equal(await page.getByLabel('{{reader.name}}', { exact: true }).inputValue(), 'Grace');
+      assert.equal(
+        await page.locator('.playground-row-picker [role="status"]').innerText(),
+        'Row 2 filled 2 of 3 variables; no column for {{style}}',
+      );
+      await page.getByLabel('{{style}}', { exact: true }).fill('verse');
+      await screenshot(page, `${store}-playground-dataset-row`);
+      await page.getByRole('button', { name: 'Run' }).click();
+      await page.locator('section[aria-label="Reply"][data-done="true"]').waitFor();
+      assert.equal(fake.requests.at(-1)!.body.messages.at(-1).content, 'Tell Grace about bees in verse');
+      assert.deepEqual(errors, []);
+    });
   });
 }

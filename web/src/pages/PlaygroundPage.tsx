@@ -1,6 +1,6 @@
 /**
  * The playground: pick an integration and a model, write system and user messages with
- * {{variables}}, fill the variables, run, and watch the reply stream in, with its tokens, cost,
+ * {{variables}}, fill the variables (by hand or from a dataset row), run, and watch the reply stream in, with its tokens, cost,
  * latency and the raw request and response. Runs spend the project's money: editors only (the API
  * says so too).
  */
@@ -8,6 +8,7 @@ import { type FormEvent, useMemo, useState } from 'react';
 import { useParams, useSearchParams } from 'react-router';
 import { templateVariables } from '../../../src/domain/templates.ts';
 import { Crumbs } from '../components/Crumbs.tsx';
+import { DatasetRowPicker } from '../components/DatasetRowPicker.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
 import { useAccess } from '../lib/access.tsx';
 import { get, postLines } from '../lib/api.ts';
@@ -171,6 +172,10 @@ export function PlaygroundPage() {
           {variables.length > 0 && (
             <fieldset className="playground-variables">
               <legend>Variables</legend>
+              <DatasetRowPicker
+                variables={variables}
+                onFill={(filled) => setValues((old) => ({ ...old, ...filled }))}
+              />
               {variables.map((v) => (
                 <label key={v}>
                   <span className="mono">{`{{${v}}}`}</span>
