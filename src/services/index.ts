@@ -30,8 +30,6 @@ import { PromptTemplatesRepo } from '../store/prompt-templates.ts';
 import { JobsRepo } from '../store/jobs.ts';
 import { ScorersRepo } from '../store/scorers.ts';
 import { JobQueue } from './job-queue.ts';
-import { ExperimentsRepo } from '../store/experiments.ts';
-import { ExperimentsService } from './experiments.ts';
 import { ScorersService } from './scorers.ts';
 import { ScoringService } from './scoring.ts';
 import { ScoreBackfillService } from './score-backfill.ts';
@@ -119,7 +117,6 @@ export interface Services {
   scoreWorker: ScoreWorker;
   scorerPreview: ScorerPreviewService;
   backfill: ScoreBackfillService;
-  experiments: ExperimentsService;
 }
 
 export function createServices(
@@ -270,27 +267,6 @@ export function createServices(
     leasesOf(store.db),
   );
   const datasets = new DatasetsService(new DatasetsRepo(store.db, store.dialect), projects, usersRepo);
-  const promptTemplates = new PromptTemplatesService(
-    new PromptTemplatesRepo(store.db, store.dialect),
-    projects,
-    usersRepo,
-    datasets,
-  );
-  const llmIntegrations = new LlmIntegrationsService(integrations, modelCalls);
-  const experiments = new ExperimentsService(
-    new ExperimentsRepo(store.db),
-    runs,
-    projects,
-    usersRepo,
-    datasets,
-    promptTemplates,
-    integrations,
-    llmIntegrations,
-    modelCalls,
-    ingest,
-    scoring,
-    jobs,
-  );
   const judges = new JudgesService(modelCalls, integrations);
   const scoreWorker = new ScoreWorker(scorersRepo, scoring, judges, ingest, jobs, {
     quietMs: config.scorerQuietMs,
@@ -323,15 +299,19 @@ export function createServices(
     retention,
     tableStats,
     readiness: new ReadinessService(store),
-    promptTemplates,
-    experiments,
+    promptTemplates: new PromptTemplatesService(
+      new PromptTemplatesRepo(store.db, store.dialect),
+      projects,
+      usersRepo,
+      datasets,
+    ),
     datasets,
     clock,
     notifications,
     signalRuns,
     alerts,
     modelCalls,
-    llmIntegrations,
+    llmIntegrations: new LlmIntegrationsService(integrations, modelCalls),
     modelSpend: new ModelSpendService(modelCallsRepo, projects),
     playground: new PlaygroundService(projects, integrations, modelCalls),
     jobs,
