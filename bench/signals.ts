@@ -197,12 +197,21 @@ async function selectionChild(runId: string) {
   }, 2);
   const w = { runId, startUs: (END_MS - DAY_MS) * 1000, endUs: END_MS * 1000 };
   const t0 = performance.now();
+  const steps: Record<string, number> = {};
+  const lap = (name: string, from: number) => {
+    steps[name] = Math.round(performance.now() - from);
+    return performance.now();
+  };
+  let t = performance.now();
   const figures = await repo.figures(w);
+  t = lap('figures', t);
   const selected = await repo.select(w, DEFAULT_SIGNAL_RUN_OPTIONS.selectLimit, {
     names: await repo.scoreNames(runId),
     below: DEFAULT_SIGNAL_RUN_OPTIONS.lowScoreBelow,
   });
+  t = lap('select', t);
   const texts = await repo.texts(selected.map((s) => s.id));
+  lap('texts', t);
   const sample = fitSample(
     selected.map((record) => ({ record, ...(texts.get(record.id) ?? { input: '', output: '' }) })),
     DEFAULT_SIGNAL_RUN_OPTIONS.budgetTokens,
@@ -217,6 +226,7 @@ async function selectionChild(runId: string) {
   console.log(
     JSON.stringify({
       ms,
+      steps,
       idleMb: idle / 2 ** 20,
       aboveIdleMb: (peak - idle) / 2 ** 20,
       recordsRead: figures.records,
@@ -307,7 +317,7 @@ if (args.child) {
     `  selection step: ${sel.ms.toFixed(0)} ms (target <= 2000), peak RSS ${sel.aboveIdleMb.toFixed(1)} MB above idle ${sel.idleMb.toFixed(0)} MB (target <= 100)`,
   );
   console.log(
-    `    window ${sel.recordsRead} records, ${sel.selected} selected, ${sel.sampled} sampled, ~${sel.tokensSent} tokens sent`,
+    `    steps (ms): ${JSON.stringify(sel.steps)}; window ${sel.recordsRead} records, ${sel.selected} selected, ${sel.sampled} sampled, ~${sel.tokensSent} tokens sent`,
   );
   console.log(`    model-free findings: ${sel.findings.join('; ')}`);
   const times = await alerts(projectId, runId);

@@ -32,6 +32,9 @@ export interface ScoreCheck {
 }
 const NO_SCORES: ScoreCheck = { names: [], below: 0 };
 
+/** Traces the medians of latency and cost are taken over (the window's latest). */
+const MEDIAN_SAMPLE = 10_000;
+
 export interface Window {
   runId: string;
   startUs: number;
@@ -225,20 +228,22 @@ export class SignalRunsRepo {
     };
   }
 
+  /**
+   * The median over the window's latest MEDIAN_SAMPLE traces: what an outlier is measured against.
+   * Bounded, so a window of a million records sorts ten thousand values, not all of them.
+   */
   private async median(w: Window, value: ReturnType<typeof sql<number | null>>): Promise<number | null> {
-    const n = await this.traces(w)
-      .select((eb) => eb.fn.count<number>(value).as('n'))
-      .executeTakeFirstOrThrow();
-    const count = Number(n.n);
-    if (!count) return null;
-    const row = await this.traces(w)
+    const rows = await this.traces(w)
       .select(value.as('v'))
-      .where(value, 'is not', null)
-      .orderBy(value)
-      .limit(1)
-      .offset(Math.floor((count - 1) / 2))
-      .executeTakeFirst();
-    return row?.v === null || row?.v === undefined ? null : Number(row.v);
+      .orderBy('created_at', 'desc')
+      .limit(MEDIAN_SAMPLE)
+      .execute();
+    const values = rows
+      .map((r) => r.v)
+      .filter((v) => v !== null && v !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    return values.length ? values[Math.floor((values.length - 1) / 2)] : null;
   }
 
   /**
