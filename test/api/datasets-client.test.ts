@@ -6,11 +6,8 @@
  * deleteDataset.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
-  GalileoConfig,
   addRowsToDataset,
   createDataset,
   deleteDataset,
@@ -24,48 +21,25 @@ import {
   listDatasetProjects,
   resetAll,
 } from 'galileo';
+import { pointClientAt } from '../helpers/galileo-client.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
-
-/** The client keeps its first login's token and base URL in module state (see galileo-client.test.ts). */
-const { BaseEntity } = createRequire(import.meta.url)('galileo-generated/entities/base-entity.js');
-let port = 0;
-const ENV = [
-  'GALILEO_API_URL',
-  'GALILEO_API_KEY',
-  'GALILEO_PROJECT',
-  'GALILEO_LOG_STREAM',
-  'GALILEO_CONSOLE_URL',
-];
 
 for (const store of storesUnderTest()) {
   describe(`official galileo client: datasets [${store}]`, () => {
     let s: TestServer;
     let projectId: string;
     const project = `datasets-client-${store}`;
-    const saved: Record<string, string | undefined> = {};
+    let restoreClient = () => {};
 
     before(async () => {
       s = await startTestServer(store);
-      await s.running.app.listen({ port, host: '127.0.0.1' });
-      port = (s.running.app.server.address() as AddressInfo).port;
-      for (const k of ENV) saved[k] = process.env[k];
-      delete process.env.GALILEO_CONSOLE_URL;
-      delete process.env.GALILEO_PROJECT;
-      delete process.env.GALILEO_LOG_STREAM;
-      process.env.GALILEO_API_URL = `http://127.0.0.1:${port}/v2`;
-      process.env.GALILEO_API_KEY = s.adminKey;
-      GalileoConfig.reset();
-      BaseEntity.resetForTesting();
+      restoreClient = await pointClientAt(s);
       disableLogging();
       projectId = (await s.call('POST', '/v2/projects', { name: project })).body.id;
     });
     after(async () => {
       await resetAll();
-      GalileoConfig.reset();
-      for (const k of ENV) {
-        if (saved[k] === undefined) delete process.env[k];
-        else process.env[k] = saved[k];
-      }
+      restoreClient();
       await s.close();
     });
 

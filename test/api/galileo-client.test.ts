@@ -6,11 +6,8 @@
  * back with its own search calls.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
-  GalileoConfig,
   createLogStream,
   disableLogging,
   getLogStream,
@@ -24,59 +21,27 @@ import {
   init,
   resetAll,
 } from 'galileo';
+import { pointClientAt } from '../helpers/galileo-client.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
-
-/**
- * The client's generated layer keeps the bearer token of its first login in a static; each store's
- * server signs its own tokens, so it is cleared between servers (the CommonJS instance the client uses).
- */
-const { BaseEntity } = createRequire(import.meta.url)('galileo-generated/entities/base-entity.js');
-
-/**
- * The client's generated layer also fixes its base URL when it first sends (its sub-clients are
- * module-level singletons), so every store's server listens on the same loopback port in turn.
- */
-let port = 0;
-
-const ENV = [
-  'GALILEO_API_URL',
-  'GALILEO_API_KEY',
-  'GALILEO_PROJECT',
-  'GALILEO_LOG_STREAM',
-  'GALILEO_CONSOLE_URL',
-];
 
 for (const store of storesUnderTest()) {
   describe(`official galileo client → Spanbase [${store}]`, () => {
     let s: TestServer;
     let projectId: string;
     let logStreamId: string;
-    const saved: Record<string, string | undefined> = {};
+    let restoreClient = () => {};
     const project = `client-app-${store}`;
     const stream = 'client-stream';
     const ids: { traces: string[]; session: string } = { traces: [], session: '' };
 
     before(async () => {
       s = await startTestServer(store);
-      await s.running.app.listen({ port, host: '127.0.0.1' });
-      port = (s.running.app.server.address() as AddressInfo).port;
-      for (const k of ENV) saved[k] = process.env[k];
-      delete process.env.GALILEO_CONSOLE_URL;
-      process.env.GALILEO_API_URL = `http://127.0.0.1:${port}/v2`;
-      process.env.GALILEO_API_KEY = s.adminKey;
-      process.env.GALILEO_PROJECT = project;
-      process.env.GALILEO_LOG_STREAM = stream;
-      GalileoConfig.reset();
-      BaseEntity.resetForTesting();
+      restoreClient = await pointClientAt(s, { GALILEO_PROJECT: project, GALILEO_LOG_STREAM: stream });
       disableLogging();
     });
     after(async () => {
       await resetAll();
-      GalileoConfig.reset();
-      for (const k of ENV) {
-        if (saved[k] === undefined) delete process.env[k];
-        else process.env[k] = saved[k];
-      }
+      restoreClient();
       await s.close();
     });
 

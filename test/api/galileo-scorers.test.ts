@@ -5,11 +5,8 @@
  * See test/api/galileo-client.test.ts for how the client is pointed at a test server.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
-  GalileoConfig,
   GalileoMetrics,
   createCustomLlmMetric,
   disableLogging,
@@ -19,23 +16,14 @@ import {
   resetAll,
 } from 'galileo';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
+import { pointClientAt } from '../helpers/galileo-client.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
-
-const { BaseEntity } = createRequire(import.meta.url)('galileo-generated/entities/base-entity.js');
-let port = 0;
-const ENV = [
-  'GALILEO_API_URL',
-  'GALILEO_API_KEY',
-  'GALILEO_PROJECT',
-  'GALILEO_LOG_STREAM',
-  'GALILEO_CONSOLE_URL',
-];
 
 for (const store of storesUnderTest()) {
   describe(`official galileo client: enableMetrics → scored traces [${store}]`, () => {
     let s: TestServer;
     let fake: FakeProvider;
-    const saved: Record<string, string | undefined> = {};
+    let restoreClient = () => {};
     const project = `client-scored-${store}`;
     const stream = 'scored-stream';
 
@@ -45,19 +33,10 @@ for (const store of storesUnderTest()) {
         SPANBASE_JOB_POLL_MS: '20',
         SPANBASE_MODEL_RETRY_BASE_MS: '1',
       });
-      await s.running.app.listen({ port, host: '127.0.0.1' });
-      port = (s.running.app.server.address() as AddressInfo).port;
+      restoreClient = await pointClientAt(s, { GALILEO_PROJECT: project, GALILEO_LOG_STREAM: stream });
       fake = await startFakeProvider();
       // Every judge says yes, with a reason.
       fake.reply = () => '{"explanation": "The reply answers the question.", "rating": true}';
-      for (const k of ENV) saved[k] = process.env[k];
-      delete process.env.GALILEO_CONSOLE_URL;
-      process.env.GALILEO_API_URL = `http://127.0.0.1:${port}/v2`;
-      process.env.GALILEO_API_KEY = s.adminKey;
-      process.env.GALILEO_PROJECT = project;
-      process.env.GALILEO_LOG_STREAM = stream;
-      GalileoConfig.reset();
-      BaseEntity.resetForTesting();
       disableLogging();
       // The client's user holds an integration (enabling metrics keeps it for the run's judges).
       const r = await s.call('PUT', '/v2/integrations/example_gateway', {
@@ -69,11 +48,7 @@ for (const store of storesUnderTest()) {
     });
     after(async () => {
       await resetAll();
-      GalileoConfig.reset();
-      for (const k of ENV) {
-        if (saved[k] === undefined) delete process.env[k];
-        else process.env[k] = saved[k];
-      }
+      restoreClient();
       await fake?.close();
       await s?.close();
     });

@@ -4,12 +4,9 @@
  * deprecated helpers, and the project-scoped calls of its API client.
  */
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
   GalileoApiClient,
-  GalileoConfig,
   createPrompt,
   createPromptTemplate,
   deletePrompt,
@@ -19,48 +16,25 @@ import {
   renderPrompt,
   updatePrompt,
 } from 'galileo';
+import { pointClientAt } from '../helpers/galileo-client.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
-
-/** The client's generated layer keeps its first bearer token in a static (see galileo-client.test.ts). */
-const { BaseEntity } = createRequire(import.meta.url)('galileo-generated/entities/base-entity.js');
-
-/** Every store's server listens on the same loopback port in turn (the client fixes its base URL). */
-let port = 0;
-const ENV = [
-  'GALILEO_API_URL',
-  'GALILEO_API_KEY',
-  'GALILEO_PROJECT',
-  'GALILEO_LOG_STREAM',
-  'GALILEO_CONSOLE_URL',
-];
 
 for (const store of storesUnderTest()) {
   describe(`official galileo client: prompt templates [${store}]`, () => {
     let s: TestServer;
     let projectId: string;
     const projectName = `prompts-${store}`;
-    const saved: Record<string, string | undefined> = {};
+    let restoreClient = () => {};
 
     before(async () => {
       s = await startTestServer(store);
-      await s.running.app.listen({ port, host: '127.0.0.1' });
-      port = (s.running.app.server.address() as AddressInfo).port;
-      for (const k of ENV) saved[k] = process.env[k];
-      for (const k of ENV) delete process.env[k];
-      process.env.GALILEO_API_URL = `http://127.0.0.1:${port}/v2`;
-      process.env.GALILEO_API_KEY = s.adminKey;
-      GalileoConfig.reset();
-      BaseEntity.resetForTesting();
+      restoreClient = await pointClientAt(s);
       const p = await s.call('POST', '/v2/projects', { name: projectName });
       assert.equal(p.status, 200, p.text);
       projectId = p.body.id;
     });
     after(async () => {
-      GalileoConfig.reset();
-      for (const k of ENV) {
-        if (saved[k] === undefined) delete process.env[k];
-        else process.env[k] = saved[k];
-      }
+      restoreClient();
       await s.close();
     });
 
