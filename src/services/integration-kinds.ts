@@ -98,6 +98,7 @@ export function settingsOf(kind: ModelKind, body: KindBody): Record<string, unkn
       const deployments: Record<string, string> = body.deployments ?? {};
       checkNames(['body', 'deployments'], [...Object.keys(deployments), ...Object.values(deployments)]);
       if (body.azure_deployment) checkText(['body', 'azure_deployment'], body.azure_deployment);
+      if (body.api_version !== undefined) checkText(['body', 'api_version'], body.api_version);
       return {
         endpoint: body.endpoint,
         api_version: body.api_version ?? AZURE_API_VERSION,

@@ -1100,6 +1100,13 @@ for (const store of storesUnderTest()) {
         assert.equal(r.status, 422, `${url}: ${r.text}`);
         assert.deepEqual(r.body.detail[0].loc, ['body', field]);
       }
+      const azure = await s.call('PUT', '/v2/integrations/azure', {
+        token: 't',
+        endpoint: 'https://gateway.example.com/v1',
+        api_version: '\u0000',
+      });
+      assert.equal(azure.status, 422, azure.text);
+      assert.deepEqual(azure.body.detail[0].loc, ['body', 'api_version']);
       const list = await s.call('GET', '/v2/projects?project_name=%00');
       assert.equal(list.status, 200, list.text);
       assert.deepEqual(list.body, []);
