@@ -13,6 +13,7 @@
  *   npm run bench:signals                         # SQLite
  *   npm run bench:signals -- --store postgres     # PostgreSQL (SPANBASE_BENCH_DATABASE_URL or the test URL)
  *   npm run bench:signals -- --records 100000     # smaller
+ *   npm run bench:signals -- --keep / --reuse    # keep the generated store / run on a kept one
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -36,6 +37,9 @@ const { values: args } = parseArgs({
     records: { type: 'string', default: '1000000' },
     child: { type: 'string' },
     'database-url': { type: 'string' },
+    // Keep the generated store afterwards (to look at its plans); --reuse runs on a kept one.
+    keep: { type: 'boolean', default: false },
+    reuse: { type: 'boolean', default: false },
   },
 });
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
@@ -184,6 +188,18 @@ async function generate() {
   return { projectId: project.id as string, runId: ls.id as string };
 }
 
+/** The project and log stream of a store kept by an earlier --keep run. */
+async function kept() {
+  const running = await startServices(config(), { logger: false });
+  const ls = await running.services.store.db
+    .selectFrom('runs')
+    .select(['id', 'project_id'])
+    .where('name', '=', 'bench')
+    .executeTakeFirstOrThrow();
+  await running.close();
+  return { projectId: ls.project_id, runId: ls.id };
+}
+
 /** In a fresh process: the selection step's time and peak RSS above idle. */
 async function selectionChild(runId: string) {
   const running = await startServices(config(), { logger: false });
@@ -244,6 +260,9 @@ async function alerts(projectId: string, runId: string) {
   const running = await startServices(config(), { logger: false, clock });
   const { alerts: service } = running.services;
   await service.job.stop();
+  // A kept store (--reuse) holds an earlier run's rules.
+  await running.services.store.db.deleteFrom('alert_events').execute();
+  await running.services.store.db.deleteFrom('alert_rules').execute();
   const admin = await running.services.store.db
     .selectFrom('users')
     .select(['id', 'role'])
@@ -294,7 +313,7 @@ if (args.child) {
   await selectionChild(args.child);
 } else {
   console.log(`bench:signals [${STORE}] ${RECORDS.toLocaleString('en-US')} records over 24 h`);
-  const { projectId, runId } = await generate();
+  const { projectId, runId } = args.reuse ? await kept() : await generate();
   const child = spawnSync(
     process.execPath,
     [
@@ -324,6 +343,8 @@ if (args.child) {
   console.log(
     `  100 alert rules, one minute's pass: ${times.map((t) => `${(t / 1000).toFixed(2)} s`).join(', ')} (target <= 5 s)`,
   );
-  if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
-  fs.rmSync(DATA_DIR, { recursive: true, force: true });
+  if (!args.keep) {
+    if (STORE === 'postgres') await dropPgSchema(DB_URL, SCHEMA);
+    fs.rmSync(DATA_DIR, { recursive: true, force: true });
+  }
 }
