@@ -8,7 +8,7 @@
  */
 import { catalogueDataType, forEachColumnKey } from './catalogue.ts';
 import type { RunScoring } from './scorer-types.ts';
-import { applyInlineScores } from './scoring-plan.ts';
+import { type ScoreTask, applyInlineScores, llmTasksOf } from './scoring-plan.ts';
 import { type Loc, ValidationError, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { type NormalRecord, type Scalar, mergeRecord } from './ingest.ts';
@@ -62,6 +62,8 @@ export interface Plan {
   models: ModelSeen[];
   /** The run gained a session made by POST /sessions. */
   userSession: boolean;
+  /** LLM score tasks of the written rows, written in the same transaction (not lost to a crash). */
+  scoreTasks: ScoreTask[];
 }
 
 /** A stored row (either store's JSON representation) as an insertable row with JSON as text. */
@@ -629,6 +631,7 @@ export class Planner {
       }
     };
     const models = new Map<string, ModelSeen>();
+    const scoreTasks: ScoreTask[] = [];
     for (const id of this.order) {
       const e = this.entries.get(id) as Entry;
       if (!e.dirty) continue;
@@ -646,7 +649,10 @@ export class Planner {
         }
       }
       const scoring = this.ctx.scoring?.(row.run_id);
-      if (scoring && applyInlineScores(row, scoring.scorers, scoring.segments)) e.meta = undefined;
+      if (scoring) {
+        if (applyInlineScores(row, scoring.scorers, scoring.segments)) e.meta = undefined;
+        scoreTasks.push(...llmTasksOf(row, scoring));
+      }
       if (e.old) {
         row.updated_at = this.ctx.now;
         updates.push(row);
@@ -676,6 +682,7 @@ export class Planner {
       catalogue: [...cat.values()],
       models: [...models.values()],
       userSession: this.userSession,
+      scoreTasks,
     };
   }
 

@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { RecordRow } from './records.ts';
-import type { ActiveScorer, ScoreView, ScorerFilter, SegmentFilter } from './scorer-types.ts';
+import type { ActiveScorer, RunScoring, ScoreView, ScorerFilter, SegmentFilter } from './scorer-types.ts';
 
 export type { ScoreView };
 import { evaluateRule } from './scorer-rules.ts';
@@ -131,4 +131,67 @@ export function applyInlineScores(
   }
   if (changed && metrics) row.metrics = Object.keys(metrics).length ? JSON.stringify(metrics) : null;
   return changed;
+}
+
+/** The job kind of an LLM score task, and its attempts (the model-call module retries inside each). */
+export const SCORE_JOB = 'score';
+export const SCORE_ATTEMPTS = 4;
+
+/** An LLM score task a written record needs: one per (record, scorer version), keyed so. */
+export interface ScoreTask {
+  recordId: string;
+  scorerId: string;
+  versionId: string;
+  runId: string;
+  /** Why it waits: queued, or its run's judges are paused. */
+  reason: string;
+}
+
+/**
+ * The LLM score tasks of a written row under its run's scorers: each LLM scorer whose node types,
+ * filters and sampling take the row. A trace waits until it is complete (written again then).
+ */
+export function llmTasksOf(row: RecordRow, sc: RunScoring): ScoreTask[] {
+  if (row.type === 'trace' && !row.is_complete) return [];
+  const out: ScoreTask[] = [];
+  let view: ScoreView | null = null;
+  for (const s of sc.scorers) {
+    if (s.kind !== 'llm' || !s.nodeTypes.includes(row.type)) continue;
+    view ??= viewOf(row);
+    if (decide(s, view, sc.segments).state !== 'score') continue;
+    out.push({
+      recordId: row.id,
+      scorerId: s.id,
+      versionId: s.versionId,
+      runId: row.run_id,
+      reason: sc.pausedReason ? `paused: ${sc.pausedReason}` : 'queued',
+    });
+  }
+  return out;
+}
+
+/** A task as the job queue keeps it (store/jobs.ts NewJob). */
+export function scoreJobOf(t: ScoreTask, projectId: string) {
+  return {
+    kind: SCORE_JOB,
+    key: `${t.recordId}:${t.versionId}`,
+    projectId,
+    runId: t.runId,
+    payload: { record_id: t.recordId, scorer_id: t.scorerId, version_id: t.versionId },
+    maxAttempts: SCORE_ATTEMPTS,
+  };
+}
+
+/** A task's `score_results` row while it waits (pending, with its reason). */
+export function pendingResultOf(t: ScoreTask, projectId: string) {
+  return {
+    record_id: t.recordId,
+    scorer_id: t.scorerId,
+    project_id: projectId,
+    run_id: t.runId,
+    status: 'pending',
+    reason: t.reason,
+    info: {},
+    cost: null,
+  };
 }

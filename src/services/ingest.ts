@@ -64,9 +64,9 @@ export class IngestService {
     return runs.size ? (runId: string) => runs.get(runId) : undefined;
   }
 
-  /** After a commit: LLM score tasks for the written records. */
-  private afterWrite(projectId: string, plan: Plan | null) {
-    return plan ? this.scoring.afterWrite(projectId, [...plan.inserts, ...plan.updates]) : undefined;
+  /** After a commit: the LLM score tasks it wrote are looked for at once. */
+  private afterWrite(plan: Plan | null) {
+    if (plan?.scoreTasks.length) this.scoring.tasksQueued();
   }
 
   /** Finishes the writes under way and stops the store's writer. */
@@ -113,7 +113,7 @@ export class IngestService {
       req.records.length + req.sessions.length,
     );
     opts.onAdded?.((plan?.inserts ?? []).map((r) => ({ id: r.id, type: r.type })));
-    if (scoring) await this.afterWrite(projectId, plan);
+    this.afterWrite(plan);
     return {
       project_id: projectId,
       project_name: project.name,
@@ -138,7 +138,7 @@ export class IngestService {
       () => spansFlow(req, { projectId, runId: run.id, now, pricer, scoring }),
       req.records.length,
     );
-    if (scoring) await this.afterWrite(projectId, plan);
+    this.afterWrite(plan);
     return {
       project_id: projectId,
       project_name: project.name,
@@ -188,7 +188,7 @@ export class IngestService {
       runId: actual,
       plan,
     } = await this.store.run(() => patchFlow(kind, id, patch, projectId, runId, now, pricer, scoring));
-    if (scoring) await this.afterWrite(projectId, plan);
+    this.afterWrite(plan);
     const run = await this.runs.byId(projectId, actual);
     return {
       project_id: projectId,

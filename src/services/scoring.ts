@@ -13,7 +13,15 @@ import { valueError } from '../domain/errors.ts';
 import type { RecordRow } from '../domain/records.ts';
 import { encodeIo } from '../domain/records.ts';
 import type { ActiveScorer, RunScoring, SegmentFilter } from '../domain/scorer-types.ts';
-import { type ScoreView, decide, scoreInline, viewOf } from '../domain/scoring-plan.ts';
+import {
+  SCORE_JOB,
+  type ScoreView,
+  decide,
+  llmTasksOf,
+  pendingResultOf,
+  scoreInline,
+  scoreJobOf,
+} from '../domain/scoring-plan.ts';
 import { DAY_US } from '../domain/ingest-plan.ts';
 import { nowUs } from '../domain/time.ts';
 import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
@@ -26,9 +34,7 @@ import type { ScorersService } from './scorers.ts';
 
 type Obj = Record<string, any>;
 
-export const SCORE_JOB = 'score';
-/** Attempts of an LLM score task (the model-call module retries inside each). */
-export const SCORE_ATTEMPTS = 4;
+export { SCORE_JOB };
 /** How long the scorers of a project stay cached for ingestion (a change here clears it at once). */
 const CACHE_MS = 2000;
 /** Records a recompute may touch unless the request raises it. */
@@ -161,15 +167,9 @@ export class ScoringService {
     return runs;
   }
 
-  /**
-   * After a write committed: an LLM score task for each written record an LLM scorer of its run
-   * scores (idempotent per record and scorer version), marked pending on the record. Traces wait
-   * until complete; sessions until they have been quiet a while (the task checks again).
-   */
-  async afterWrite(projectId: string, rows: RecordRow[]): Promise<void> {
-    if (!rows.length) return;
-    const runs = await this.forProject(projectId);
-    if (runs.size) await this.queueTasks(projectId, rows, runs, false);
+  /** Ingestion wrote LLM score tasks with its records (domain/scoring-plan.ts llmTasksOf): run them. */
+  tasksQueued(): void {
+    this.queue.kick();
   }
 
   /** A backfill page: LLM score tasks of `ids` for the scorers of `sc`, run again (finished or not). */
@@ -184,36 +184,12 @@ export class ScoringService {
     runs: Map<string, RunScoring>,
     reset: boolean,
   ): Promise<number> {
-    const jobs = [];
-    const pending = [];
-    for (const row of rows) {
+    const tasks = rows.flatMap((row) => {
       const sc = runs.get(row.run_id);
-      if (!sc || (row.type === 'trace' && !row.is_complete)) continue;
-      let view: ScoreView | null = null;
-      for (const s of sc.scorers) {
-        if (s.kind !== 'llm' || !s.nodeTypes.includes(row.type)) continue;
-        view ??= viewOf(row);
-        if (decide(s, view, sc.segments).state !== 'score') continue;
-        jobs.push({
-          kind: SCORE_JOB,
-          key: `${row.id}:${s.versionId}`,
-          projectId,
-          runId: row.run_id,
-          payload: { record_id: row.id, scorer_id: s.id, version_id: s.versionId },
-          maxAttempts: SCORE_ATTEMPTS,
-        });
-        pending.push({
-          record_id: row.id,
-          scorer_id: s.id,
-          project_id: projectId,
-          run_id: row.run_id,
-          status: 'pending',
-          reason: sc.pausedReason ? `paused: ${sc.pausedReason}` : 'queued',
-          info: {},
-          cost: null,
-        });
-      }
-    }
+      return sc ? llmTasksOf(row, sc) : [];
+    });
+    const jobs = tasks.map((t) => scoreJobOf(t, projectId));
+    const pending = tasks.map((t) => pendingResultOf(t, projectId));
     if (!jobs.length) return 0;
     // A record written again keeps its result (its task is not run again unless reset).
     await this.repo.putResults(pending, nowUs(), { keep: !reset });

@@ -18,7 +18,7 @@ import { type Kysely, sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
 import type { Dialect } from '../query/sql-dialect.ts';
 import { parseJson, toJson } from './db.ts';
-import type { DB } from './tables.ts';
+import type { DB, JobsTable } from './tables.ts';
 
 export type JobStatus = 'pending' | 'running' | 'done' | 'failed' | 'cancelled';
 
@@ -67,6 +67,29 @@ function toJob(r: Record<string, any>): Job {
   };
 }
 
+/** A new job's row (`now` in epoch ms); ingestion writes score tasks' rows with its records. */
+export function jobRow(j: NewJob, now: number): JobsTable {
+  return {
+    id: newId(),
+    kind: j.kind,
+    key: j.key,
+    project_id: j.projectId,
+    run_id: j.runId,
+    payload: toJson(j.payload) as string,
+    status: 'pending',
+    attempts: 0,
+    max_attempts: j.maxAttempts,
+    next_attempt_at: us(j.notBefore ?? now),
+    lease_owner: null,
+    lease_until: null,
+    reason: null,
+    result: null,
+    created_at: us(now),
+    updated_at: us(now),
+    finished_at: null,
+  };
+}
+
 export class JobsRepo {
   constructor(
     private readonly db: Kysely<DB>,
@@ -82,25 +105,7 @@ export class JobsRepo {
     const now = Date.now();
     let n = 0;
     for (let i = 0; i < jobs.length; i += 500) {
-      const rows = jobs.slice(i, i + 500).map((j) => ({
-        id: newId(),
-        kind: j.kind,
-        key: j.key,
-        project_id: j.projectId,
-        run_id: j.runId,
-        payload: toJson(j.payload) as string,
-        status: 'pending',
-        attempts: 0,
-        max_attempts: j.maxAttempts,
-        next_attempt_at: us(j.notBefore ?? now),
-        lease_owner: null,
-        lease_until: null,
-        reason: null,
-        result: null,
-        created_at: us(now),
-        updated_at: us(now),
-        finished_at: null,
-      }));
+      const rows = jobs.slice(i, i + 500).map((j) => jobRow(j, now));
       const res = await this.db
         .insertInto('jobs')
         .values(rows)

@@ -271,7 +271,8 @@ for (const store of storesUnderTest()) {
       fake.queueFault({ status: 401, body: '{"error":{"message":"bad key"}}' });
       const id = await logSpan(ls);
       let status: Json = {};
-      for (let i = 0; i < 200 && !status.paused_reason; i++) {
+      // Time-bounded, not count-bounded: under a loaded CI the claim, call and pause take seconds.
+      for (const end = Date.now() + 30_000; Date.now() < end && !status.paused_reason; ) {
         status = await ok('GET', proj(`/runs/${ls}/scorer-settings/status`));
         await new Promise((r) => setTimeout(r, 20));
       }
