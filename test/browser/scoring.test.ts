@@ -230,6 +230,41 @@ for (const store of storesUnderTest()) {
       assert.deepEqual(errors, []);
     });
 
+    test("an experiment has its Scoring page too: the rule enabled there is the experiment's", async () => {
+      const P = (await s.call('POST', '/v2/projects', { name: 'experiment project' })).body.id;
+      const EX = (await s.call('POST', `/v2/projects/${P}/experiments`, { name: 'prompt v2' })).body.id;
+      await page.goto(`${s.url}/projects/${P}/experiments/${EX}/traces`);
+      await page
+        .getByRole('navigation', { name: 'Run pages' })
+        .getByRole('link', { name: 'Scoring' })
+        .click();
+      const settings = page.getByRole('form', { name: 'Scorer settings' });
+      await settings.getByRole('checkbox', { name: 'bleu' }).check();
+      await settings.getByLabel('Sample rate (%)').fill('25');
+      await settings.getByLabel('Sample LLM judges only (rules score every record)').check();
+      await settings.getByRole('button', { name: 'Save scorer settings' }).click();
+      await settings.getByText('Saved', { exact: true }).waitFor();
+      const saved = (await s.call('GET', `/v2/projects/${P}/runs/${EX}/scorer-settings`)).body;
+      assert.deepEqual(
+        saved.scorers.map((c: { name: string }) => c.name),
+        ['bleu'],
+      );
+      assert.deepEqual(saved.segment_filters, [{ filter: null, sample_rate: 0.25, llm_scorers: true }]);
+      // Opened again, the form shows what was saved.
+      await page.reload();
+      assert.equal(await settings.getByLabel('Sample rate (%)').inputValue(), '25');
+      assert.equal(await settings.getByRole('checkbox', { name: 'bleu' }).isChecked(), true);
+      await settings.getByRole('checkbox', { name: 'bleu' }).uncheck();
+      await settings.getByLabel('Sample rate (%)').fill('120');
+      await settings.getByRole('button', { name: 'Save scorer settings' }).click();
+      await settings.getByText('A percentage from 0 to 100').waitFor();
+      assert.equal(
+        (await s.call('GET', `/v2/projects/${P}/runs/${EX}/scorer-settings`)).body.scorers.length,
+        1,
+      );
+      assert.deepEqual(errors, []);
+    });
+
     test('a viewer sees the settings and status, read-only, and no re-score', async () => {
       const P = (await s.call('POST', '/v2/projects', { name: 'viewed project' })).body.id;
       const LS = (await s.call('POST', `/v2/projects/${P}/log_streams`, { name: 'default' })).body.id;
