@@ -63,3 +63,20 @@ test('cost axis ticks stay distinct, with one number of decimals', () => {
   assert.deepEqual(compactCounts([1500, 1550, 1600]), ['1.5K', '1.55K', '1.6K']);
   assert.deepEqual(formatTicks('duration_ns', 'Average', [1e6, 2e6]), ['1 ms', '2 ms']);
 });
+
+test("a scorer's column (metrics/<name>) shows its value with three decimals at most", () => {
+  const column = {
+    id: 'metrics/right_city',
+    label: 'right_city',
+    data_type: 'floating_point',
+    scorer_id: '0d8a5f5e-8d3b-4a31-9a55-0f6e1f0b6c11',
+  } as Column;
+  assert.equal(cellText(2 / 3, 'metrics/right_city', column), '0.667');
+  assert.equal(cellText(0.5, 'metrics/right_city', column), '0.5');
+  assert.equal(cellText(1, 'metrics/right_city', column), '1');
+  assert.equal(cellText(0, 'metrics/right_city', column), '0');
+  assert.equal(cellText(undefined, 'metrics/right_city', column), '');
+  // Other float columns keep their digits.
+  const plain = { id: 'metrics/x', label: 'x', data_type: 'floating_point' } as Column;
+  assert.equal(cellText(2 / 3, 'metrics/x', plain), String(2 / 3));
+});

@@ -94,6 +94,13 @@ const runRoutes = (kind: RunKind) => ({
         return { element: <SignalsPage runKind={kind} /> };
       },
     },
+    {
+      path: 'scoring',
+      lazy: async () => {
+        const { ScoringPage } = await import('./pages/ScoringPage.tsx');
+        return { element: <ScoringPage runKind={kind} /> };
+      },
+    },
     ...(kind === 'log_streams' ? logStreamPages : []),
   ],
 });

@@ -76,6 +76,9 @@ export function RunHeader({
           <NavLink to={`${base}/signals`} className={({ isActive }) => (isActive ? 'tab active' : 'tab')}>
             Signals
           </NavLink>
+          <NavLink to={`${base}/scoring`} className={({ isActive }) => (isActive ? 'tab active' : 'tab')}>
+            Scoring
+          </NavLink>
         </nav>
       )}
     </>

@@ -55,6 +55,11 @@ import type {
   WebhookList as WebhookListSchema,
   Webhook as WebhookSchema,
 } from '../../../src/schemas/alerts.ts';
+import type {
+  Scorer as ScorerSchema,
+  ScoringStatus as ScoringStatusSchema,
+  SettingsResponse as ScorerSettingsSchema,
+} from '../../../src/schemas/scorers.ts';
 
 export type ApiRecord = Static<typeof RecordSchema>;
 export type Project = Static<typeof ProjectSchema>;
@@ -109,3 +114,7 @@ export type SessionRecord = ApiRecord & { traces: ApiRecord[] };
 
 export type RecordTab = 'traces' | 'spans' | 'sessions';
 export type RunKind = 'log_streams' | 'experiments';
+
+export type Scorer = Static<typeof ScorerSchema>;
+export type ScorerSettings = Static<typeof ScorerSettingsSchema>;
+export type ScoringStatus = Static<typeof ScoringStatusSchema>;

@@ -30,6 +30,9 @@ export function cellText(value: unknown, columnId: string, column: Column | unde
     return preview(value, 160, columnId === 'input' ? 'user' : undefined);
   const type = column?.data_type;
   if (type === 'timestamp' && typeof value === 'string') return formatTime(value);
+  // A scorer's value (a share of yes votes, a mean): three decimals at most, not 0.6666666666666666.
+  if (column?.scorer_id && typeof value === 'number' && !Number.isInteger(value))
+    return String(Math.round(value * 1000) / 1000);
   if (typeof value === 'number')
     return type === 'integer' || Number.isInteger(value) ? formatCount(value) : String(value);
   if (typeof value === 'boolean') return value ? 'yes' : 'no';

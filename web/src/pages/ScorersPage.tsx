@@ -1,9 +1,13 @@
 import { type FormEvent, useState } from 'react';
+import { NODE_TYPES, RULE_KINDS, type RuleKind } from '../../../src/domain/scorer-types.ts';
 import { Crumbs } from '../components/Crumbs.tsx';
 import { ErrorNote, Loading } from '../components/ErrorNote.tsx';
+import { Field, FormProblem, useFormErrors } from '../components/Field.tsx';
 import { get, post } from '../lib/api.ts';
-import type { Project } from '../lib/api-types.ts';
+import type { Project, Scorer } from '../lib/api-types.ts';
+import { scorerDefinition } from '../lib/scorers.ts';
 import { useApi } from '../lib/use-api.ts';
+import './scoring.css';
 
 type Obj = Record<string, any>;
 const OUTPUT_TYPES = ['boolean', 'categorical', 'count', 'discrete', 'percentage', 'freeform'];
@@ -215,10 +219,298 @@ function JudgeEditor({ projects, onSaved }: { projects: Project[]; onSaved: () =
   );
 }
 
+const RULE_LABEL: Record<RuleKind, string> = {
+  regex: 'Matches a regular expression',
+  contains: 'Contains a text',
+  equals_ground_truth: 'Equals the ground truth',
+  json_valid: 'Is valid JSON',
+  json_schema: 'Matches a JSON Schema',
+  length: 'Length (characters)',
+  latency_ms: 'Latency (ms)',
+  cost: 'Cost (USD)',
+};
+/** Rules that measure (a number, or 1/0 within bounds); the others check (1/0, negatable). */
+const MEASURES: readonly RuleKind[] = ['length', 'latency_ms', 'cost'];
+/** Rules that read the record itself, not a field. */
+const NO_FIELD: readonly RuleKind[] = ['latency_ms', 'cost'];
+const RULE_FIELDS = ['name', 'rule', 'field', 'params', 'negate', 'scoreable_node_types'];
+
+/** A rule scorer: created (POST /v2/scorers) and given its rule (POST .../version/rule). */
+function RuleEditor({ onSaved }: { onSaved: () => void }) {
+  const [name, setName] = useState('');
+  const [kind, setKind] = useState<RuleKind>('contains');
+  const [source, setSource] = useState<'input' | 'output' | 'metadata'>('output');
+  const [metaKey, setMetaKey] = useState('');
+  const [p, setP] = useState<Record<string, string>>({});
+  const [caseSensitive, setCaseSensitive] = useState(true);
+  const [negate, setNegate] = useState(false);
+  const [nodeTypes, setNodeTypes] = useState<string[]>(['trace', 'llm']);
+  const [local, setLocal] = useState<Record<string, string>>({});
+  const [saved, setSaved] = useState<string | null>(null);
+  // The scorer a refused rule was for: sending again adds the rule to it rather than a second scorer.
+  const [pending, setPending] = useState<{ id: string; name: string } | null>(null);
+  const { errors, busy, submit } = useFormErrors(RULE_FIELDS);
+  const f = { ...errors.fields, ...local };
+  const param = (k: string) => p[k] ?? '';
+  const setParam = (k: string, v: string) => setP((prev) => ({ ...prev, [k]: v }));
+
+  /** The params the kind takes, read from the inputs; problems by field. */
+  function params(): { params: Record<string, unknown>; problems: Record<string, string> } {
+    const out: Record<string, unknown> = {};
+    const problems: Record<string, string> = {};
+    if (kind === 'regex') {
+      out.pattern = param('pattern');
+      if (!param('pattern')) problems.pattern = 'Give a pattern';
+      if (param('flags')) out.flags = param('flags');
+    } else if (kind === 'contains') {
+      out.value = param('value');
+      if (!param('value')) problems.value = 'Give the text to look for';
+      out.case_sensitive = caseSensitive;
+    } else if (kind === 'json_schema') {
+      try {
+        const schema = JSON.parse(param('schema') || 'null');
+        if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+          problems.schema = 'A JSON Schema is an object, such as {"type": "object"}';
+        out.schema = schema;
+      } catch (err) {
+        problems.schema = `Not JSON: ${(err as Error).message}`;
+      }
+    } else if (MEASURES.includes(kind)) {
+      for (const k of ['min', 'max']) {
+        const text = param(k).trim();
+        if (!text) continue;
+        const n = Number(text);
+        if (!Number.isFinite(n)) problems[k] = 'A number';
+        else out[k] = n;
+      }
+    }
+    return { params: out, problems };
+  }
+
+  async function save(e: FormEvent<HTMLFormElement>) {
+    e.preventDefault();
+    setSaved(null);
+    const { params: ps, problems } = params();
+    if (!name.trim()) problems.name = 'Give the scorer a name';
+    if (source === 'metadata' && !NO_FIELD.includes(kind) && !metaKey.trim())
+      problems.field = 'Give the metadata key';
+    if (nodeTypes.length === 0) problems.scoreable_node_types = 'Choose at least one kind of record';
+    setLocal(problems);
+    if (Object.keys(problems).length) return;
+    const ok = await submit(async () => {
+      const id =
+        pending && pending.name === name.trim()
+          ? pending.id
+          : (await post<Scorer>('/v2/scorers', { name: name.trim(), scorer_type: 'rule' })).id;
+      setPending({ id, name: name.trim() });
+      await post(`/v2/scorers/${id}/version/rule`, {
+        rule: kind,
+        ...(NO_FIELD.includes(kind)
+          ? {}
+          : { field: source === 'metadata' ? `metadata.${metaKey.trim()}` : source }),
+        params: ps,
+        negate: MEASURES.includes(kind) ? false : negate,
+        scoreable_node_types: nodeTypes,
+      });
+    });
+    if (ok) {
+      setPending(null);
+      setSaved(`Created ${name.trim()}`);
+      setName('');
+      onSaved();
+    }
+  }
+
+  return (
+    <form className="settings-form rule-editor" aria-labelledby="rule-title" onSubmit={save} noValidate>
+      <h2 id="rule-title">New rule scorer</h2>
+      <p className="muted small">
+        Rules run as records arrive: cheap, deterministic, no model call. A check scores 1 or 0; a measure
+        scores the number, or 1 or 0 within bounds.
+      </p>
+      <div className="two-col">
+        <Field label="Rule name" error={f.name}>
+          {(c) => (
+            <input
+              {...c}
+              value={name}
+              maxLength={255}
+              placeholder="mentions_refund"
+              onChange={(e) => setName(e.currentTarget.value)}
+            />
+          )}
+        </Field>
+        <Field label="Rule" error={f.rule}>
+          {(c) => (
+            <select {...c} value={kind} onChange={(e) => setKind(e.currentTarget.value as RuleKind)}>
+              {RULE_KINDS.map((k) => (
+                <option key={k} value={k}>
+                  {RULE_LABEL[k]}
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </div>
+      {!NO_FIELD.includes(kind) && (
+        <div className="two-col">
+          <Field label="Field" error={source === 'metadata' ? undefined : f.field}>
+            {(c) => (
+              <select
+                {...c}
+                value={source}
+                onChange={(e) => setSource(e.currentTarget.value as typeof source)}
+              >
+                <option value="output">output</option>
+                <option value="input">input</option>
+                <option value="metadata">a metadata key</option>
+              </select>
+            )}
+          </Field>
+          {source === 'metadata' && (
+            <Field label="Metadata key" error={f.field}>
+              {(c) => (
+                <input
+                  {...c}
+                  value={metaKey}
+                  maxLength={290}
+                  onChange={(e) => setMetaKey(e.currentTarget.value)}
+                />
+              )}
+            </Field>
+          )}
+        </div>
+      )}
+      {kind === 'regex' && (
+        <div className="two-col">
+          <Field label="Pattern" error={f.pattern}>
+            {(c) => (
+              <input
+                {...c}
+                className="mono"
+                value={param('pattern')}
+                onChange={(e) => setParam('pattern', e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <Field label="Flags" error={f.flags} hint="i, m, s and u">
+            {(c) => (
+              <input
+                {...c}
+                className="mono"
+                value={param('flags')}
+                maxLength={4}
+                onChange={(e) => setParam('flags', e.currentTarget.value)}
+              />
+            )}
+          </Field>
+        </div>
+      )}
+      {kind === 'contains' && (
+        <>
+          <Field label="Text" error={f.value}>
+            {(c) => (
+              <input
+                {...c}
+                value={param('value')}
+                onChange={(e) => setParam('value', e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={caseSensitive}
+              onChange={(e) => setCaseSensitive(e.currentTarget.checked)}
+            />
+            Case sensitive
+          </label>
+        </>
+      )}
+      {kind === 'json_schema' && (
+        <Field label="JSON Schema" error={f.schema}>
+          {(c) => (
+            <textarea
+              {...c}
+              className="mono"
+              rows={4}
+              placeholder={'{"type": "object", "required": ["answer"]}'}
+              value={param('schema')}
+              onChange={(e) => setParam('schema', e.currentTarget.value)}
+            />
+          )}
+        </Field>
+      )}
+      {MEASURES.includes(kind) && (
+        <div className="two-col">
+          <Field label="At least (optional)" error={f.min}>
+            {(c) => (
+              <input
+                {...c}
+                inputMode="decimal"
+                value={param('min')}
+                onChange={(e) => setParam('min', e.currentTarget.value)}
+              />
+            )}
+          </Field>
+          <Field label="At most (optional)" error={f.max} hint="Without bounds the score is the number.">
+            {(c) => (
+              <input
+                {...c}
+                inputMode="decimal"
+                value={param('max')}
+                onChange={(e) => setParam('max', e.currentTarget.value)}
+              />
+            )}
+          </Field>
+        </div>
+      )}
+      {!MEASURES.includes(kind) && (
+        <label className="check">
+          <input type="checkbox" checked={negate} onChange={(e) => setNegate(e.currentTarget.checked)} />
+          Negate (1 when the check fails)
+        </label>
+      )}
+      <fieldset className="plain rule-nodes">
+        <legend>Scores these records</legend>
+        <div className="checks">
+          {NODE_TYPES.map((t) => (
+            <label key={t} className="check">
+              <input
+                type="checkbox"
+                checked={nodeTypes.includes(t)}
+                onChange={(e) => {
+                  const on = e.currentTarget.checked;
+                  setNodeTypes((prev) => (on ? [...prev, t] : prev.filter((x) => x !== t)));
+                }}
+              />
+              {t}
+            </label>
+          ))}
+        </div>
+        {f.scoreable_node_types && (
+          <p className="field-error" role="alert">
+            {f.scoreable_node_types}
+          </p>
+        )}
+      </fieldset>
+      <FormProblem message={errors.general ?? f.params ?? f.negate ?? null} />
+      <div className="form-actions">
+        <button type="submit" className="button primary" disabled={busy}>
+          Create rule scorer
+        </button>
+        <span className="muted" aria-live="polite">
+          {saved}
+        </span>
+      </div>
+    </form>
+  );
+}
+
 /** The scorers: presets, LLM judges and rules; a new LLM judge with its preview. */
 export function ScorersPage() {
   const [gen, setGen] = useState(0);
-  const list = useApi(`scorers:${gen}`, () => post<{ scorers: Obj[] }>('/v2/scorers/list?limit=100', {}));
+  const list = useApi(`scorers:${gen}`, () => post<{ scorers: Scorer[] }>('/v2/scorers/list?limit=1000', {}));
   const projects = useApi('projects', () => get<Project[]>('/v2/projects'));
   return (
     <div className="page">
@@ -235,26 +527,27 @@ export function ScorersPage() {
               <th>Name</th>
               <th>Type</th>
               <th>Output</th>
+              <th>Definition</th>
               <th>Description</th>
             </tr>
           </thead>
           <tbody>
             {list.data.scorers.map((s) => (
-              <tr key={s.id}>
+              <tr key={s.id} data-scorer={s.name}>
                 <td>{s.name}</td>
                 <td>{s.scorer_type}</td>
                 <td>{s.output_type ?? s.latest_version?.output_type ?? ''}</td>
+                <td className="definition small">{scorerDefinition(s)}</td>
                 <td className="muted">{s.description ?? ''}</td>
               </tr>
             ))}
           </tbody>
         </table>
       )}
-      <p className="muted small">
-        Rule scorers (regex, contains, JSON, length, latency, cost) are created with{' '}
-        <code>POST /v2/scorers</code> and <code>/version/rule</code>; see docs/scorers.md.
-      </p>
-      {projects.data && <JudgeEditor projects={projects.data} onSaved={() => setGen((g) => g + 1)} />}
+      <div className="scorer-editors">
+        <RuleEditor onSaved={() => setGen((g) => g + 1)} />
+        {projects.data && <JudgeEditor projects={projects.data} onSaved={() => setGen((g) => g + 1)} />}
+      </div>
     </div>
   );
 }
