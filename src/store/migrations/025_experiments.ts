@@ -1,0 +1,62 @@
+import type { Kysely } from 'kysely';
+import { jsonType } from './helpers.ts';
+
+/**
+ * Experiments that run a prompt over a dataset (issue #34).
+ *
+ * `experiments`: what an experiment run (a `runs` row of kind experiment) was created with: its
+ * dataset and version, prompt template version, prompt settings, task type, tags. One row per run,
+ * removed with it.
+ *
+ * `experiment_jobs`: the hosted `JobDB` rows (`playground_run`), with the progress the client polls.
+ * The work itself runs as one leased item of the `jobs` queue per experiment job (services/experiments.ts);
+ * each row's trace has an id derived from the job and the row, so a resumed job never writes a row twice.
+ */
+export async function up(db: Kysely<any>): Promise<void> {
+  const json = jsonType(db);
+  await db.schema
+    .createTable('experiments')
+    .addColumn('run_id', 'text', (c) => c.primaryKey().references('runs.id').onDelete('cascade'))
+    .addColumn('project_id', 'text', (c) => c.notNull())
+    .addColumn('dataset_id', 'text')
+    .addColumn('dataset_version_index', 'integer')
+    .addColumn('prompt_template_version_id', 'text')
+    .addColumn('prompt_settings', json)
+    .addColumn('task_type', 'integer', (c) => c.notNull())
+    /** [{key, value, tag_type}] */
+    .addColumn('tags', json, (c) => c.notNull())
+    .execute();
+  await db.schema
+    .createIndex('experiments_dataset')
+    .on('experiments')
+    .columns(['project_id', 'dataset_id'])
+    .execute();
+
+  await db.schema
+    .createTable('experiment_jobs')
+    .addColumn('id', 'text', (c) => c.primaryKey())
+    .addColumn('job_name', 'text', (c) => c.notNull())
+    .addColumn('project_id', 'text', (c) => c.notNull())
+    .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+    /** pending | processing | completed | failed | cancelled */
+    .addColumn('status', 'text', (c) => c.notNull())
+    .addColumn('request_data', json, (c) => c.notNull())
+    .addColumn('created_by', 'text', (c) => c.notNull())
+    .addColumn('error_message', 'text')
+    .addColumn('progress_message', 'text')
+    .addColumn('steps_completed', 'integer', (c) => c.notNull())
+    .addColumn('steps_total', 'integer', (c) => c.notNull())
+    .addColumn('failed_rows', 'integer', (c) => c.notNull())
+    .addColumn('retries', 'integer', (c) => c.notNull())
+    .addColumn('created_at', 'bigint', (c) => c.notNull())
+    .addColumn('updated_at', 'bigint', (c) => c.notNull())
+    .addColumn('processing_started', 'bigint')
+    .addColumn('completed_at', 'bigint')
+    .addColumn('failed_at', 'bigint')
+    .execute();
+  await db.schema
+    .createIndex('experiment_jobs_run')
+    .on('experiment_jobs')
+    .columns(['run_id', 'created_at'])
+    .execute();
+}
