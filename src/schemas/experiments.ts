@@ -79,8 +79,11 @@ export const CreateJob = Type.Object(
   { additionalProperties: true },
 );
 
+/** A job's statuses: any other `status` filter is a 422 (it could match nothing, and PostgreSQL refuses a NUL). */
+export const JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'cancelled'] as const;
+
 export const JobsQuery = Type.Object({
-  status: Type.Optional(Type.String({ maxLength: 20 })),
+  status: Type.Optional(Type.Union(JOB_STATUSES.map((v) => Type.Literal(v)))),
 });
 
 /** Answers are described loosely: their fields are those of the hosted ExperimentResponse / JobDB. */

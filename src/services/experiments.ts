@@ -24,6 +24,7 @@ import {
 import { newId } from '../domain/ids.ts';
 import { variablesOfRow } from '../domain/prompt-templates.ts';
 import { renderTemplate } from '../domain/templates.ts';
+import { rejectUnstorable } from '../domain/text.ts';
 import { nowUs, toIso } from '../domain/time.ts';
 import type {
   ExperimentJobRow,
@@ -152,6 +153,7 @@ export class ExperimentsService {
 
   async create(caller: Caller, projectId: string, body: CreateExperiment) {
     await this.projects.access(caller, projectId, 'editor');
+    rejectUnstorable(['body'], body);
     let version: number | null = null;
     if (body.dataset) {
       const ds = await this.datasets.get(caller, body.dataset.dataset_id).catch(() => null);
@@ -254,7 +256,8 @@ export class ExperimentsService {
   }
 
   private tagsByKey(runId: string, projectId: string, tags: Obj[]) {
-    const out: Record<string, Obj[]> = {};
+    // No prototype: a tag key may be any text, 'constructor' or '__proto__' included.
+    const out: Record<string, Obj[]> = Object.create(null);
     for (const t of tags) {
       out[t.key] ??= [];
       out[t.key].push({ ...t, run_id: runId, project_id: projectId });
@@ -291,6 +294,7 @@ export class ExperimentsService {
     body: { name?: string; task_type?: number },
   ) {
     await this.projects.access(caller, projectId, 'editor');
+    rejectUnstorable(['body'], body);
     await this.runs.get(caller, projectId, runId, 'experiment');
     if (body.name !== undefined) {
       const others = await this.runs.list(caller, projectId, 'experiment');
@@ -319,7 +323,7 @@ export class ExperimentsService {
     await this.runs.get(caller, projectId, runId, 'experiment');
     const m = await this.repo.meta(runId);
     if (m) return m;
-    // An experiment created before migration 025 (or by the plain run route): give it its row.
+    // An experiment created before migration 029 (or by the plain run route): give it its row.
     const fresh: ExperimentMeta = {
       run_id: runId,
       project_id: projectId,
@@ -330,8 +334,9 @@ export class ExperimentsService {
       task_type: EXPERIMENT_TASK_TYPE,
       tags: [],
     };
-    await this.repo.insertMeta(fresh);
-    return fresh;
+    // Two requests may both find none; a concurrent delete may remove the run meanwhile.
+    if (!(await this.repo.ensureMeta(fresh))) throw notFound('Experiment');
+    return (await this.repo.meta(runId)) ?? fresh;
   }
 
   async tags(caller: Caller, projectId: string, runId: string) {
@@ -346,6 +351,7 @@ export class ExperimentsService {
     tagId: string | null,
     body: { key: string; value: string; tag_type?: string },
   ) {
+    rejectUnstorable(['body'], body);
     const m = await this.metaFor(caller, projectId, runId, 'editor');
     const tags = [...(m.tags as (ExperimentTag & Obj)[])];
     const now = toIso(nowUs());
@@ -529,6 +535,7 @@ export class ExperimentsService {
       throw valueError(['body', 'job_name'], `Spanbase runs only '${PLAYGROUND_RUN}' jobs`);
     const projectId = body.project_id;
     await this.projects.access(caller, projectId, 'editor');
+    rejectUnstorable(['body'], body);
     const run = await this.runs.get(caller, projectId, body.run_id, 'experiment');
     const m = await this.metaFor(caller, projectId, run.id, 'editor');
     const versionId = body.prompt_template_version_id ?? m.prompt_template_version_id;

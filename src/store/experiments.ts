@@ -1,11 +1,17 @@
 /**
- * Experiments (migration 025): what each experiment run was created with, its hosted jobs and their
+ * Experiments (migration 029): what each experiment run was created with, its hosted jobs and their
  * progress, and the traces its rows wrote (read back for metrics and comparison).
  */
 import type { Kysely } from 'kysely';
 import type { ExperimentRecord } from '../domain/experiments.ts';
 import { parseJson, toJson } from './db.ts';
 import type { DB, ExperimentJobsTable, ExperimentsTable } from './tables.ts';
+
+/** A foreign key refused a row (PostgreSQL 23503, SQLite SQLITE_CONSTRAINT_FOREIGNKEY). */
+function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: string };
+  return e?.code === '23503' || e?.code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
+}
 
 export type ExperimentMeta = ExperimentsTable;
 export type ExperimentJobRow = ExperimentJobsTable;
@@ -54,6 +60,25 @@ export class ExperimentsRepo {
       .insertInto('experiments')
       .values({ ...m, prompt_settings: toJson(m.prompt_settings), tags: toJson(m.tags) ?? '[]' } as any)
       .execute();
+  }
+
+  /**
+   * Gives a run its experiment row unless it has one (two requests may both find none), only while
+   * the run exists (a concurrent delete may have removed it since it was read): false when it is gone.
+   */
+  async ensureMeta(m: ExperimentMeta): Promise<boolean> {
+    try {
+      await this.db
+        .insertInto('experiments')
+        .values({ ...m, prompt_settings: toJson(m.prompt_settings), tags: toJson(m.tags) ?? '[]' } as any)
+        .onConflict((oc) => oc.column('run_id').doNothing())
+        .execute();
+    } catch (err) {
+      // The run was deleted since it was read: the foreign key refuses its row.
+      if (isForeignKeyViolation(err)) return false;
+      throw err;
+    }
+    return (await this.meta(m.run_id)) !== undefined;
   }
 
   async meta(runId: string): Promise<ExperimentMeta | undefined> {

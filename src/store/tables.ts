@@ -729,7 +729,7 @@ export interface WebhookDeliveriesTable {
   finished_at: number | null;
 }
 
-/** What an experiment run was created with (migration 025). JSON columns as everywhere. */
+/** What an experiment run was created with (migration 029). JSON columns as everywhere. */
 export interface ExperimentsTable {
   run_id: string;
   project_id: string;
