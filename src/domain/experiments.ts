@@ -154,19 +154,56 @@ export function metricSummaries(rows: RowResult[]): MetricSummary[] {
     }));
 }
 
-/** The hosted `aggregate_metrics`: averages of every score, with totals of cost and counts. */
-export function aggregateMetrics(rows: RowResult[]): Record<string, number> {
+/** Names that are not scores in a record's metrics (token counts, durations, cost). */
+export const NOT_SCORE_NAMES: readonly string[] = [...NOT_SCORES];
+
+/** What the store counts of one metric (store/experiments.ts metricStats). */
+export interface MetricCounts {
+  name: string;
+  count: number;
+  sum: number;
+  lo: number;
+  hi: number;
+  /** Values per bucket 0..9 (equal widths between lo and hi; all in 0 when lo = hi). */
+  buckets: Map<number, number>;
+}
+
+/** The summaries metricSummaries makes from the values, made from the store's counts instead. */
+export function summariesFromCounts(stats: MetricCounts[]): MetricSummary[] {
+  return [...stats]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((m) => {
+      let out: Record<string, number>;
+      if (m.lo === m.hi) out = { [String(m.lo)]: m.count };
+      else {
+        // The same keys as buckets(): the lower bounds, rounded to 6 significant digits.
+        const width = (m.hi - m.lo) / 10;
+        out = {};
+        for (let i = 0; i < 10; i++) out[String(+(m.lo + i * width).toPrecision(6))] = 0;
+        const keys = Object.keys(out);
+        for (const [b, n] of m.buckets) out[keys[Math.min(9, Math.max(0, b))]] += n;
+      }
+      return { name: m.name, average: m.count ? m.sum / m.count : null, buckets: out };
+    });
+}
+
+/** The hosted `aggregate_metrics` from summaries and counts of rows. */
+export function aggregateFromSummaries(
+  summaries: MetricSummary[],
+  stats: MetricCounts[],
+  rows: { rows: number; errors: number },
+): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const m of metricSummaries(rows)) if (m.average !== null) out[`average_${m.name}`] = m.average;
-  out.total_cost = rows.reduce((s, r) => s + (r.cost ?? 0), 0);
-  out.num_rows = rows.length;
-  out.num_errors = rows.filter((r) => r.error).length;
+  for (const m of summaries) if (m.average !== null) out[`average_${m.name}`] = m.average;
+  out.total_cost = stats.find((m) => m.name === 'cost')?.sum ?? 0;
+  out.num_rows = rows.rows;
+  out.num_errors = rows.errors;
   return out;
 }
 
-/** The mean of a run's score averages (cost and latency are not scores): higher is better. */
-export function rankingScore(rows: RowResult[]): number | null {
-  const scores = metricSummaries(rows).filter((m) => m.name !== 'cost' && m.name !== 'latency_ms');
+/** The mean of the score averages (cost and latency are not scores): higher is better. */
+export function rankingFromSummaries(summaries: MetricSummary[]): number | null {
+  const scores = summaries.filter((m) => m.name !== 'cost' && m.name !== 'latency_ms');
   if (!scores.length) return null;
   return scores.reduce((s, m) => s + (m.average ?? 0), 0) / scores.length;
 }

@@ -12,14 +12,15 @@
 import { conflict, notFound, valueError } from '../domain/errors.ts';
 import {
   EXPERIMENT_TASK_TYPE,
+  type MetricSummary,
+  NOT_SCORE_NAMES,
   PLAYGROUND_RUN,
-  type RowResult,
-  aggregateMetrics,
-  metricSummaries,
-  rankingScore,
+  aggregateFromSummaries,
+  rankingFromSummaries,
   ranks,
   rowResults,
   rowTraceId,
+  summariesFromCounts,
 } from '../domain/experiments.ts';
 import { newId } from '../domain/ids.ts';
 import { variablesOfRow } from '../domain/prompt-templates.ts';
@@ -83,6 +84,27 @@ export interface CreateJob {
   concurrency?: number;
 }
 
+/** An experiment's metrics as lists and comparisons show them. */
+interface Summary {
+  metrics: MetricSummary[];
+  aggregate: Record<string, number>;
+  ranking: number | null;
+  rows: number;
+}
+
+type RowCell = ReturnType<typeof rowResults>[number];
+
+export interface MetricsBody {
+  filters?: Obj[];
+  experiment_ids?: string[];
+}
+
+/** Metric filters are not applied: a request that names some is refused rather than answered unfiltered. */
+function refuseFilters(body?: MetricsBody) {
+  if (body?.filters?.length)
+    throw valueError(['body', 'filters'], 'Experiment metrics cannot be filtered: leave out filters');
+}
+
 /** What an experiment job freezes at creation: the queue item's payload. */
 interface Frozen {
   jobId: string;
@@ -130,7 +152,7 @@ function jobView(j: ExperimentJobRow) {
 }
 
 export class ExperimentsService {
-  private readonly summaries = new Map<string, { at: number; rows: RowResult[] }>();
+  private readonly summaries = new Map<string, { at: number; value: Summary }>();
 
   constructor(
     private readonly repo: ExperimentsRepo,
@@ -178,14 +200,29 @@ export class ExperimentsService {
     return this.get(caller, projectId, run.id);
   }
 
-  /** The rows of an experiment (cached briefly: lists and comparisons read many at once). */
-  private async rowsOf(runId: string): Promise<RowResult[]> {
+  /** Metrics of experiments' rows, computed in SQL (no rows read here). */
+  private async summarize(runIds: string[]): Promise<Summary> {
+    const [stats, counts] = await Promise.all([
+      this.repo.metricStats(runIds, NOT_SCORE_NAMES),
+      this.repo.rowCounts(runIds),
+    ]);
+    const metrics = summariesFromCounts(stats);
+    return {
+      metrics,
+      aggregate: aggregateFromSummaries(metrics, stats, counts),
+      ranking: rankingFromSummaries(metrics),
+      rows: counts.rows,
+    };
+  }
+
+  /** An experiment's metrics (cached briefly: lists read every peer's for ranks). */
+  private async summaryOf(runId: string): Promise<Summary> {
     const hit = this.summaries.get(runId);
-    if (hit && Date.now() - hit.at < SUMMARY_MS) return hit.rows;
-    const rows = rowResults(await this.repo.records(runId));
+    if (hit && Date.now() - hit.at < SUMMARY_MS) return hit.value;
+    const value = await this.summarize([runId]);
     if (this.summaries.size > 1000) this.summaries.clear();
-    this.summaries.set(runId, { at: Date.now(), rows });
-    return rows;
+    this.summaries.set(runId, { at: Date.now(), value });
+    return value;
   }
 
   private async describe(runs: Obj[], projectId: string) {
@@ -197,14 +234,14 @@ export class ExperimentsService {
     for (const d of datasetIds) {
       const peers = await this.repo.ofDataset(projectId, d);
       const scores = new Map<string, number | null>();
-      for (const p of peers) scores.set(p, rankingScore(await this.rowsOf(p)));
+      for (const p of peers) scores.set(p, (await this.summaryOf(p)).ranking);
       for (const [id, r] of ranks(scores)) rankOf.set(id, { ...r, score: scores.get(id) ?? null });
     }
     const out = [];
     for (const r of runs) {
       const m = metas.get(r.id);
       const job = jobs.get(r.id);
-      const rows = await this.rowsOf(r.id);
+      const summary = await this.summaryOf(r.id);
       const settings = (m?.prompt_settings ??
         (job?.request_data as Obj)?.prompt_settings ??
         null) as Obj | null;
@@ -214,7 +251,7 @@ export class ExperimentsService {
       const rk = rankOf.get(r.id);
       out.push({
         ...r,
-        num_samples: rows.length,
+        num_samples: summary.rows,
         task_type: m?.task_type ?? EXPERIMENT_TASK_TYPE,
         dataset: m?.dataset_id
           ? {
@@ -223,7 +260,7 @@ export class ExperimentsService {
               name: await this.datasetName(m.dataset_id),
             }
           : null,
-        aggregate_metrics: aggregateMetrics(rows),
+        aggregate_metrics: summary.aggregate,
         ranking_score: rk?.score ?? null,
         rank: rk?.rank ?? null,
         winner: rk?.winner ?? false,
@@ -241,7 +278,7 @@ export class ExperimentsService {
           : null,
         tags: this.tagsByKey(r.id, projectId, (m?.tags ?? []) as Obj[]),
         status: {
-          log_generation: { progress_percent: job ? jobView(job).progress_percent : rows.length ? 100 : 0 },
+          log_generation: { progress_percent: job ? jobView(job).progress_percent : summary.rows ? 100 : 0 },
         },
         job: job ? jobView(job) : null,
       });
@@ -390,26 +427,27 @@ export class ExperimentsService {
 
   // ---- metrics and comparison ---------------------------------------------------------------------
 
-  async metrics(caller: Caller, projectId: string, runId: string) {
+  async metrics(caller: Caller, projectId: string, runId: string, body?: MetricsBody) {
+    refuseFilters(body);
     await this.runs.get(caller, projectId, runId, 'experiment');
-    return { metrics: metricSummaries(await this.rowsOf(runId)) };
+    return { metrics: (await this.summaryOf(runId)).metrics };
   }
 
   /** Metrics over every experiment of the project (rows of all of them together). */
-  async projectMetrics(caller: Caller, projectId: string, ids?: string[]) {
+  async projectMetrics(caller: Caller, projectId: string, body?: MetricsBody) {
+    refuseFilters(body);
+    const ids = body?.experiment_ids;
     const runs = await this.runs.list(caller, projectId, 'experiment');
     const chosen = ids?.length ? runs.filter((r) => ids.includes(r.id)) : runs;
-    const rows: RowResult[] = [];
-    for (const r of chosen) rows.push(...(await this.rowsOf(r.id)));
-    return { metrics: metricSummaries(rows) };
+    return { metrics: (await this.summarize(chosen.map((r) => r.id))).metrics };
   }
 
   /** The columns experiments can be read by: their scores, cost and latency. */
   async availableColumns(caller: Caller, projectId: string) {
     const runs = await this.runs.list(caller, projectId, 'experiment');
     const names = new Set<string>();
-    for (const r of runs.slice(0, 200))
-      for (const row of await this.rowsOf(r.id)) for (const k of Object.keys(row.scores)) names.add(k);
+    for (const m of (await this.summarize(runs.slice(0, 200).map((r) => r.id))).metrics)
+      if (m.name !== 'cost' && m.name !== 'latency_ms') names.add(m.name);
     const col = (id: string, label: string, data_type: string, category: string) => ({
       id,
       label,
@@ -451,46 +489,56 @@ export class ExperimentsService {
     const datasets = new Set(ids.map((id) => metas.get(id)?.dataset_id ?? null));
     if (datasets.size > 1 || datasets.has(null))
       throw valueError(['query', 'experiment_ids'], 'The experiments must run over the same dataset');
-    const results = await Promise.all(ids.map((id) => this.rowsOf(id)));
-    const byRow = new Map<
-      string,
-      { index: number; input: string | null; ground_truth: string | null; cells: (RowResult | null)[] }
-    >();
-    results.forEach((rows, e) => {
-      for (const r of rows) {
-        const key = r.row_id ?? r.trace_id;
-        let a = byRow.get(key);
-        if (!a) {
-          a = {
-            index: r.row_index ?? Number.MAX_SAFE_INTEGER,
-            input: r.input,
-            ground_truth: r.ground_truth,
-            cells: ids.map(() => null),
-          };
-          byRow.set(key, a);
-        }
-        a.cells[e] = r;
-      }
-    });
+    const summaries = await Promise.all(ids.map((id) => this.summaryOf(id)));
     const scoreNames = new Set<string>();
-    for (const rows of results)
-      for (const r of rows) for (const k of Object.keys(r.scores)) scoreNames.add(k);
-    let aligned = [...byRow.entries()].map(([row_id, a]) => {
-      const outputs = new Set(a.cells.map((c) => c?.output ?? null));
+    for (const sm of summaries)
+      for (const m of sm.metrics) if (m.name !== 'cost' && m.name !== 'latency_ms') scoreNames.add(m.name);
+    const sortBy = opts.sort_by;
+    if (sortBy && !scoreNames.has(sortBy)) throw valueError(['query', 'sort_by'], `No score named ${sortBy}`);
+    // One query: the page of rows (by dataset row), joined to each experiment's trace and llm span.
+    const page = await this.repo.comparePage(ids, {
+      sortBy,
+      offset: opts.starting_token,
+      limit: opts.limit,
+    });
+    const traceRun = new Map<string, string>();
+    const traceKey = new Map<string, string>();
+    for (const r of page.records)
+      if (r.type === 'trace') {
+        traceRun.set(r.id, r.run_id);
+        traceKey.set(r.id, r.row_key as string);
+      }
+    // Per row and experiment, its latest trace (a row logged twice shows its last answer).
+    const cells = new Map<string, (RowCell | null)[]>();
+    for (const res of rowResults(page.records)) {
+      const key = traceKey.get(res.trace_id) as string;
+      const e = ids.indexOf(traceRun.get(res.trace_id) as string);
+      let row = cells.get(key);
+      if (!row) {
+        row = ids.map(() => null);
+        cells.set(key, row);
+      }
+      const cur = row[e];
+      if (!cur || cur.created_at <= res.created_at) row[e] = res;
+    }
+    const rows = page.keys.map(({ key, index }) => {
+      const cs = cells.get(key) ?? ids.map(() => null);
+      const first = cs.find((c) => c !== null) ?? null;
+      const outputs = new Set(cs.map((c) => c?.output ?? null));
       const diff: Record<string, number | null> = {};
       for (const n of scoreNames) {
-        const vs = a.cells.map((c) => c?.scores[n]).filter((v): v is number => typeof v === 'number');
+        const vs = cs.map((c) => c?.scores[n]).filter((v): v is number => typeof v === 'number');
         diff[n] = vs.length >= 2 ? Math.max(...vs) - Math.min(...vs) : null;
       }
       return {
-        row_id,
-        index: a.index === Number.MAX_SAFE_INTEGER ? null : a.index,
-        input: a.input,
-        ground_truth: a.ground_truth,
+        row_id: key,
+        index,
+        input: first?.input ?? null,
+        ground_truth: first?.ground_truth ?? null,
         outputs_differ: outputs.size > 1,
         scores_differ: Object.values(diff).some((d) => d !== null && d > 0),
         score_differences: diff,
-        cells: a.cells.map((c) =>
+        cells: cs.map((c) =>
           c
             ? {
                 trace_id: c.trace_id,
@@ -504,26 +552,15 @@ export class ExperimentsService {
         ),
       };
     });
-    const sortBy = opts.sort_by;
-    if (sortBy) {
-      if (!scoreNames.has(sortBy)) throw valueError(['query', 'sort_by'], `No score named ${sortBy}`);
-      aligned.sort(
-        (x, y) =>
-          (y.score_differences[sortBy] ?? -1) - (x.score_differences[sortBy] ?? -1) ||
-          (x.index ?? 0) - (y.index ?? 0),
-      );
-    } else aligned.sort((x, y) => (x.index ?? 0) - (y.index ?? 0));
-    const total = aligned.length;
-    aligned = aligned.slice(opts.starting_token, opts.starting_token + opts.limit);
-    const next = opts.starting_token + opts.limit < total ? opts.starting_token + opts.limit : null;
+    const next = opts.starting_token + opts.limit < page.total ? opts.starting_token + opts.limit : null;
     return {
-      experiments: exps.map((e, i) => ({ id: e.id, name: e.name, metrics: metricSummaries(results[i]) })),
+      experiments: exps.map((e, i) => ({ id: e.id, name: e.name, metrics: summaries[i].metrics })),
       score_names: [...scoreNames].sort(),
-      total_rows: total,
+      total_rows: page.total,
       starting_token: opts.starting_token,
       limit: opts.limit,
       next_starting_token: next,
-      rows: aligned,
+      rows,
     };
   }
 

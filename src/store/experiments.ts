@@ -2,9 +2,10 @@
  * Experiments (migration 029): what each experiment run was created with, its hosted jobs and their
  * progress, and the traces its rows wrote (read back for metrics and comparison).
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { ExperimentRecord } from '../domain/experiments.ts';
 import { parseJson, toJson } from './db.ts';
+import { isPostgres } from './migrations/helpers.ts';
 import type { DB, ExperimentJobsTable, ExperimentsTable } from './tables.ts';
 
 /** A foreign key refused a row (PostgreSQL 23503, SQLite SQLITE_CONSTRAINT_FOREIGNKEY). */
@@ -52,8 +53,229 @@ function job(r: Record<string, any>): ExperimentJobRow {
 /** Trace ids are looked up in chunks of this many (bound parameters). */
 const CHUNK = 500;
 
+/** One metric over a set of experiment rows: what buckets and averages are made of. */
+export interface MetricStat {
+  name: string;
+  count: number;
+  sum: number;
+  lo: number;
+  hi: number;
+  /** Rows per bucket 0..9 (equal widths between lo and hi; all in 0 when lo = hi). */
+  buckets: Map<number, number>;
+}
+
+export interface RowCounts {
+  rows: number;
+  errors: number;
+}
+
+/** A comparison page: the rows' keys in order, and every trace (with its llm spans) of those rows. */
+export interface ComparePage {
+  total: number;
+  keys: { key: string; index: number | null }[];
+  /** Traces and llm spans, as rowResults reads them; `row_key` on traces. */
+  records: (ExperimentRecord & { run_id: string; row_key: string | null })[];
+}
+
 export class ExperimentsRepo {
-  constructor(private readonly db: Kysely<DB>) {}
+  private readonly pg: boolean;
+  constructor(private readonly db: Kysely<DB>) {
+    this.pg = isPostgres(db);
+  }
+
+  /**
+   * The row a trace answers: `dataset_metadata.dataset_row_id`, else the trace itself. The same
+   * expression as the index records_experiment_row (migration 029), so lookups by row use it.
+   */
+  private rowKey(t: string): RawBuilder<string> {
+    return this.pg
+      ? sql`coalesce(${sql.ref(`${t}.dataset_metadata`)}->>'dataset_row_id', ${sql.ref(`${t}.id`)})`
+      : sql`coalesce(json_extract(${sql.ref(`${t}.dataset_metadata`)}, '$.dataset_row_id'), ${sql.ref(`${t}.id`)})`;
+  }
+
+  /** `dataset_metadata.dataset_row_index` when it is a number, else null. */
+  private rowIndex(t: string): RawBuilder<number | null> {
+    const dm = sql.ref(`${t}.dataset_metadata`);
+    return this.pg
+      ? sql`case when jsonb_typeof(${dm}->'dataset_row_index') = 'number' then (${dm}->>'dataset_row_index')::float8 end`
+      : sql`case when json_type(${dm}, '$.dataset_row_index') in ('integer', 'real') then json_extract(${dm}, '$.dataset_row_index') end`;
+  }
+
+  /** A numeric metric `name` of a record's metrics JSON, else null. */
+  private metric(t: string, name: string): RawBuilder<number | null> {
+    const m = sql.ref(`${t}.metrics`);
+    return this.pg
+      ? sql`case when jsonb_typeof(${m}->${name}::text) = 'number' then (${m}->>${name}::text)::float8 end`
+      : sql`(select j.value from json_each(${m}) j where j.key = ${name} and j.type in ('integer', 'real'))`;
+  }
+
+  /**
+   * Each score, cost and latency over the rows (traces) of these experiments together, computed in
+   * SQL: per row a score is its llm span's value, else its trace's; cost is the sum of its llm spans'
+   * costs; latency the trace's duration. Names in `notScores` (token counts, durations) are skipped.
+   */
+  async metricStats(runIds: string[], notScores: readonly string[]): Promise<MetricStat[]> {
+    if (!runIds.length) return [];
+    const ids = sql.join(runIds);
+    const skip = sql.join(notScores.length ? notScores : ['']);
+    const num = this.pg ? sql`jsonb_typeof(j.value) = 'number'` : sql`j.type in ('integer', 'real')`;
+    const val = this.pg ? sql`(j.value #>> '{}')::float8` : sql`j.value`;
+    const each = (t: string) =>
+      this.pg ? sql`jsonb_each(${sql.ref(`${t}.metrics`)}) j` : sql`json_each(${sql.ref(`${t}.metrics`)}) j`;
+    const bucket = this.pg
+      ? sql`case when st.hi = st.lo then 0 else least(9, floor((r.val - st.lo) / ((st.hi - st.lo) / 10.0)))::int end`
+      : sql`case when st.hi = st.lo then 0 else min(9, cast((r.val - st.lo) / ((st.hi - st.lo) / 10.0) as integer)) end`;
+    const q = sql<{ name: string; n: number; total: number; lo: number; hi: number; b: number; c: number }>`
+      with v as (
+        select t.id as tid, j.key as name, ${val} as val, 0 as sp
+          from records t, ${each('t')}
+         where t.run_id in (${ids}) and t.type = 'trace' and ${num} and j.key not in (${skip})
+        union all
+        select s.trace_id as tid, j.key as name, ${val} as val, 1 as sp
+          from records s, ${each('s')}
+         where s.run_id in (${ids}) and s.type = 'llm' and ${num} and j.key not in (${skip})
+        union all
+        select s.trace_id as tid, 'cost' as name, sum(${this.metric('s', 'cost')}) as val, 1 as sp
+          from records s
+         where s.run_id in (${ids}) and s.type = 'llm'
+         group by s.trace_id
+        union all
+        select t.id as tid, 'latency_ms' as name, t.duration_ns / 1000000.0 as val, 0 as sp
+          from records t
+         where t.run_id in (${ids}) and t.type = 'trace' and t.duration_ns is not null
+      ),
+      r as (
+        select tid, name, coalesce(max(case when sp = 1 then val end), max(val)) as val
+          from v where val is not null group by tid, name
+      ),
+      st as (
+        select name, count(*) as n, sum(val) as total, min(val) as lo, max(val) as hi from r group by name
+      )
+      select st.name, st.n, st.total, st.lo, st.hi, ${bucket} as b, count(*) as c
+        from r join st on st.name = r.name
+       group by st.name, st.n, st.total, st.lo, st.hi, ${bucket}`;
+    const out = new Map<string, MetricStat>();
+    for (const row of (await q.execute(this.db)).rows) {
+      let m = out.get(row.name);
+      if (!m) {
+        m = {
+          name: row.name,
+          count: Number(row.n),
+          sum: Number(row.total),
+          lo: Number(row.lo),
+          hi: Number(row.hi),
+          buckets: new Map(),
+        };
+        out.set(row.name, m);
+      }
+      m.buckets.set(Number(row.b), Number(row.c));
+    }
+    return [...out.values()];
+  }
+
+  /** Rows (traces) of these experiments, and how many have an error (the trace's or an llm span's). */
+  async rowCounts(runIds: string[]): Promise<RowCounts> {
+    if (!runIds.length) return { rows: 0, errors: 0 };
+    const ids = sql.join(runIds);
+    const r = await sql<{ n: number; e: number }>`
+      select count(*) as n,
+             coalesce(sum(case when t.error_message is not null or exists (
+               select 1 from records s where s.trace_id = t.id and s.type = 'llm' and s.error_message is not null
+             ) then 1 else 0 end), 0) as e
+        from records t where t.run_id in (${ids}) and t.type = 'trace'`.execute(this.db);
+    return { rows: Number(r.rows[0]?.n ?? 0), errors: Number(r.rows[0]?.e ?? 0) };
+  }
+
+  /**
+   * One page of a comparison in one query: the rows of these experiments keyed by dataset row
+   * (index records_experiment_row), ordered by dataset row index (or by the spread of one score's
+   * values across the experiments, largest first), paged, joined back to each row's traces and their
+   * llm spans.
+   */
+  async comparePage(
+    runIds: string[],
+    opts: { sortBy?: string; offset: number; limit: number },
+  ): Promise<ComparePage> {
+    const ids = sql.join(runIds);
+    const key = this.rowKey('t');
+    const grouped = opts.sortBy
+      ? sql`select rk, min(ri) as ri, case when count(v) >= 2 then max(v) - min(v) end as d
+              from (
+                select ${key} as rk, ${this.rowIndex('t')} as ri, coalesce(sv.v, ${this.metric('t', opts.sortBy)}) as v
+                  from records t
+                  left join (
+                    select s.trace_id, max(${this.metric('s', opts.sortBy)}) as v
+                      from records s where s.run_id in (${ids}) and s.type = 'llm' group by s.trace_id
+                  ) sv on sv.trace_id = t.id
+                 where t.run_id in (${ids}) and t.type = 'trace'
+              ) k
+             group by rk`
+      : sql`select ${key} as rk, min(${this.rowIndex('t')}) as ri, null as d
+              from records t where t.run_id in (${ids}) and t.type = 'trace'
+             group by ${key}`;
+    const cols = (t: string) =>
+      sql.join(
+        [
+          'id',
+          'type',
+          'trace_id',
+          'created_at',
+          'metrics',
+          'dataset_metadata',
+          'input_text',
+          'output_text',
+          'error_message',
+          'duration_ns',
+          'num_input_tokens',
+          'num_output_tokens',
+          'model',
+          ...(t === 't' ? ['run_id', 'body'] : []),
+        ].map((c) => sql`${sql.ref(`${t}.${c}`)} as ${sql.ref(`${t}_${c}`)}`),
+      );
+    const r = await sql<Record<string, any>>`
+      with g as (${grouped}),
+      page as (
+        select rk, ri, pos, total from (
+          select rk, ri, row_number() over (order by (d is null), d desc, (ri is null), ri, rk) as pos,
+                 count(*) over () as total
+            from g
+        ) o where pos > ${opts.offset} and pos <= ${opts.offset + opts.limit}
+      )
+      select page.rk, page.ri, page.pos, page.total, ${cols('t')}, ${cols('s')}
+        from page
+        join records t on t.run_id in (${ids}) and t.type = 'trace' and ${key} = page.rk
+        left join records s on s.trace_id = t.id and s.type = 'llm'
+       order by page.pos`.execute(this.db);
+    const keys: ComparePage['keys'] = [];
+    const records: ComparePage['records'] = [];
+    const seenKey = new Set<string>();
+    const seenTrace = new Set<string>();
+    let total = 0;
+    const pick = (row: Record<string, any>, t: string) =>
+      Object.fromEntries(
+        Object.entries(row)
+          .filter(([k]) => k.startsWith(`${t}_`))
+          .map(([k, v]) => [k.slice(2), v]),
+      );
+    for (const row of r.rows) {
+      total = Number(row.total);
+      const k = String(row.rk);
+      if (!seenKey.has(k)) {
+        seenKey.add(k);
+        keys.push({ key: k, index: row.ri === null || row.ri === undefined ? null : Number(row.ri) });
+      }
+      if (!seenTrace.has(row.t_id)) {
+        seenTrace.add(row.t_id);
+        records.push({ ...(pick(row, 't') as any), row_key: k });
+      }
+      if (row.s_id) records.push({ ...(pick(row, 's') as any), run_id: row.t_run_id, row_key: null });
+    }
+    if (!r.rows.length && opts.offset > 0) {
+      const c = await sql<{ n: number }>`select count(*) as n from (${grouped}) g`.execute(this.db);
+      total = Number(c.rows[0]?.n ?? 0);
+    }
+    return { total, keys, records };
+  }
 
   async insertMeta(m: ExperimentMeta): Promise<void> {
     await this.db
@@ -188,31 +410,6 @@ export class ExperimentsRepo {
       for (const r of rows) out.add(r.id);
     }
     return out;
-  }
-
-  /** The traces of a run and their llm spans (the rows of an experiment). */
-  records(runId: string): Promise<ExperimentRecord[]> {
-    return this.db
-      .selectFrom('records')
-      .select([
-        'id',
-        'type',
-        'trace_id',
-        'created_at',
-        'metrics',
-        'dataset_metadata',
-        'input_text',
-        'output_text',
-        'error_message',
-        'duration_ns',
-        'num_input_tokens',
-        'num_output_tokens',
-        'model',
-        'body',
-      ])
-      .where('run_id', '=', runId)
-      .where('type', 'in', ['trace', 'llm'])
-      .execute() as Promise<ExperimentRecord[]>;
   }
 
   /** A prompt template version by id, with its template's id and name. */

@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { startServices } from '../../src/server.ts';
 import { EXPERIMENT_JOB } from '../../src/services/experiments.ts';
 import { JobsRepo } from '../../src/store/jobs.ts';
 import {
@@ -156,6 +157,63 @@ for (const store of storesUnderTest()) {
       }
     });
 
+    test('two processes on one store: each job is run by one of them, each row once', {
+      skip: store !== 'postgres' && 'the issue asks it of PostgreSQL (processes share it over the network)',
+    }, async () => {
+      const second = await startServices(s.config, { logger: false });
+      await second.app.ready(); // its job queue starts with the app
+      const procs = [s.running.services, second.services];
+      const ran: { proc: number; run: string }[] = [];
+      const restore: (() => void)[] = [];
+      procs.forEach((svc, proc) => {
+        const run = svc.experiments.runJob.bind(svc.experiments);
+        svc.experiments.runJob = (job, signal) => {
+          ran.push({ proc, run: job.runId as string });
+          return run(job, signal);
+        };
+        const paused = svc.jobs.pausedRuns;
+        restore.push(() => {
+          svc.experiments.runJob = run;
+          svc.jobs.pausedRuns = paused;
+        });
+      });
+      fake.delayMs = 20;
+      const calls = () => fake.requests.filter((r) => r.path.endsWith('/chat/completions')).length;
+      const before = calls();
+      try {
+        const ids: string[] = [];
+        for (let i = 0; i < 5; i++) ids.push(await newExperiment(s, w, `two-${i}`));
+        // Each process is kept off two of the experiments, so both surely take part; the fifth is
+        // open to both at once.
+        const [a0, a1, b0, b1] = ids;
+        const pausedA = procs[0].jobs.pausedRuns;
+        const pausedB = procs[1].jobs.pausedRuns;
+        procs[0].jobs.pausedRuns = async () => [...(await pausedA()), b0, b1];
+        procs[1].jobs.pausedRuns = async () => [...(await pausedB()), a0, a1];
+        const jobs = await Promise.all(ids.map((e) => startJob(s, w, e, { concurrency: 2 })));
+        for (const j of jobs) {
+          const { job } = await waitJob(s, j.job_id, 20_000);
+          assert.equal(job.status, 'completed', JSON.stringify(job));
+          assert.equal(job.steps_completed, 4);
+        }
+        for (const e of ids) {
+          const traces = await tracesOf(s, w.P, e);
+          assert.equal(traces.length, 4, e);
+          assert.equal(new Set(traces.map((t) => t.dataset_metadata.dataset_row_id)).size, 4);
+        }
+        // Each job ran once, in one process; both processes ran some; the provider saw each row once.
+        assert.deepEqual(ran.map((r) => r.run).sort(), [...ids].sort());
+        assert.deepEqual(new Set(ran.map((r) => r.proc)), new Set([0, 1]));
+        assert.equal(ran.find((r) => r.run === a0)?.proc, 0);
+        assert.equal(ran.find((r) => r.run === b0)?.proc, 1);
+        assert.equal(calls() - before, 5 * 4);
+      } finally {
+        for (const r of restore) r();
+        fake.delayMs = 0;
+        await second.close();
+      }
+    });
+
     test('cancel stops a job before its next row', async () => {
       const e = await newExperiment(s, w, 'cancelled');
       fake.delayMs = 80;
@@ -209,6 +267,69 @@ for (const store of storesUnderTest()) {
       const ta = await tracesOf(s, w.P, a);
       const avg = ta.reduce((x, t) => x + t.metrics[w.scorer.name], 0) / ta.length;
       assert.equal(cmp.experiments[0].metrics.find((m: any) => m.name === w.scorer.name).average, avg);
+      // Every metric of each experiment (computed in SQL) against its traces, read back: the score's
+      // average and buckets, latency's average, and the rows' cells.
+      for (const [i, id] of [a, b].entries()) {
+        const traces = await tracesOf(s, w.P, id);
+        const got = cmp.experiments[i].metrics as any[];
+        const score = got.find((m) => m.name === w.scorer.name);
+        const values = traces.map((t) => t.metrics[w.scorer.name] as number);
+        assert.equal(score.average, values.reduce((x, v) => x + v, 0) / values.length);
+        const ones = values.filter((v) => v === 1).length;
+        const zeros = values.length - ones;
+        assert.deepEqual(
+          Object.values(score.buckets).filter((n) => n !== 0),
+          [zeros, ones].filter((n) => n !== 0),
+          JSON.stringify(score.buckets),
+        );
+        const latency = got.find((m) => m.name === 'latency_ms');
+        const meanMs = traces.reduce((x, t) => x + t.metrics.duration_ns / 1e6, 0) / traces.length;
+        assert.ok(Math.abs(latency.average - meanMs) < 1e-6, `${latency.average} vs ${meanMs}`);
+        assert.equal(
+          Object.values(latency.buckets as Record<string, number>).reduce((x, n) => x + n, 0),
+          traces.length,
+        );
+        const own = await ok(s, 'POST', `/v2/projects/${w.P}/experiments/${id}/metrics`, {});
+        assert.deepEqual(own.metrics, got);
+        for (const t of traces) {
+          const row = cmp.rows.find((r: any) => r.row_id === t.dataset_metadata.dataset_row_id);
+          assert.equal(row.cells[i].trace_id, t.id);
+          assert.equal(row.cells[i].output, t.output);
+          assert.equal(row.cells[i].scores[w.scorer.name], t.metrics[w.scorer.name]);
+        }
+      }
+      // Filters are not applied, so they are refused rather than ignored.
+      for (const url of [
+        `/v2/projects/${w.P}/experiments/metrics`,
+        `/v2/projects/${w.P}/experiments/${a}/metrics`,
+      ]) {
+        const r = await s.call('POST', url, { filters: [{ name: w.scorer.name, operator: 'gt', value: 0 }] });
+        assert.equal(r.status, 422, r.text);
+        assert.deepEqual(r.body.detail[0].loc, ['body', 'filters']);
+      }
+      // Pages: two rows at a time, in dataset row order, then past the end.
+      const p1 = await ok(
+        s,
+        'GET',
+        `/v2/projects/${w.P}/experiments/compare?experiment_ids=${a},${b}&limit=2`,
+      );
+      const p2 = await ok(
+        s,
+        'GET',
+        `/v2/projects/${w.P}/experiments/compare?experiment_ids=${a},${b}&limit=2&starting_token=2`,
+      );
+      assert.deepEqual(
+        [...p1.rows, ...p2.rows].map((r: any) => r.index),
+        [0, 1, 2, 3],
+      );
+      assert.equal(p1.next_starting_token, 2);
+      assert.equal(p2.next_starting_token, null);
+      const p3 = await ok(
+        s,
+        'GET',
+        `/v2/projects/${w.P}/experiments/compare?experiment_ids=${a},${b}&starting_token=10`,
+      );
+      assert.deepEqual([p3.rows.length, p3.total_rows], [0, 4]);
       assert.deepEqual(new Set(cmp.rows.map((r: any) => r.cells[0].trace_id)), new Set(ta.map((t) => t.id)));
       const ea = await ok(s, 'GET', `/v2/projects/${w.P}/experiments/${a}`);
       const eb = await ok(s, 'GET', `/v2/projects/${w.P}/experiments/${b}`);

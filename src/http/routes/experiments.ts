@@ -85,14 +85,14 @@ export default async function experimentRoutes(app: FastifyInstance) {
       schema: {
         summary: 'Metrics across the experiments of a project',
         description:
-          'Each score, cost and latency: its average and ten buckets over every row of the experiments (or of `experiment_ids`).',
+          'Each score, cost and latency: its average and ten buckets over every row of the experiments (or of `experiment_ids`). `filters` are not supported: a non-empty list answers 422.',
         tags,
         params: ProjectParams,
         body: MetricsBody,
         response: withErrors({ 200: Loose }),
       },
     },
-    async (req) => experiments.projectMetrics(req.caller, req.params.project_id, req.body?.experiment_ids),
+    async (req) => experiments.projectMetrics(req.caller, req.params.project_id, req.body),
   );
   app.get<{ Params: P; Querystring: Static<typeof CompareQuery> }>(
     `${base}/compare`,
@@ -169,14 +169,15 @@ export default async function experimentRoutes(app: FastifyInstance) {
     {
       schema: {
         summary: 'Metrics of an experiment',
-        description: 'Each score, cost and latency: its average and ten buckets over the rows.',
+        description:
+          'Each score, cost and latency: its average and ten buckets over the rows. `filters` are not supported: a non-empty list answers 422.',
         tags,
         params: ExperimentParams,
         body: MetricsBody,
         response: withErrors({ 200: Loose }),
       },
     },
-    async (req) => experiments.metrics(req.caller, req.params.project_id, req.params.experiment_id),
+    async (req) => experiments.metrics(req.caller, req.params.project_id, req.params.experiment_id, req.body),
   );
   app.get<{ Params: E }>(
     `${base}/:experiment_id/tags`,

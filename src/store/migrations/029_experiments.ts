@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import { jsonType } from './helpers.ts';
+import { type Kysely, sql } from 'kysely';
+import { isPostgres, jsonType } from './helpers.ts';
 
 /**
  * Experiments that run a prompt over a dataset (issue #34).
@@ -11,6 +11,10 @@ import { jsonType } from './helpers.ts';
  * `experiment_jobs`: the hosted `JobDB` rows (`playground_run`), with the progress the client polls.
  * The work itself runs as one leased item of the `jobs` queue per experiment job (services/experiments.ts);
  * each row's trace has an id derived from the job and the row, so a resumed job never writes a row twice.
+ *
+ * `records_experiment_row`: an experiment's traces by the dataset row they answer
+ * (`dataset_metadata.dataset_row_id`, else the trace's own id), for the comparison's join by row
+ * (store/experiments.ts uses the same expression).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   const json = jsonType(db);
@@ -59,4 +63,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on('experiment_jobs')
     .columns(['run_id', 'created_at'])
     .execute();
+  if (isPostgres(db))
+    await sql`create index records_experiment_row on records (run_id, (coalesce(dataset_metadata->>'dataset_row_id', id))) where type = 'trace'`.execute(
+      db,
+    );
+  else
+    await sql`create index records_experiment_row on records (run_id, coalesce(json_extract(dataset_metadata, '$.dataset_row_id'), id)) where type = 'trace'`.execute(
+      db,
+    );
 }
