@@ -50,6 +50,9 @@ function job(r: Record<string, any>): ExperimentJobRow {
   };
 }
 
+/** The row index of a trace without one: it sorts last. */
+const NO_INDEX = 9e15;
+
 /** Trace ids are looked up in chunks of this many (bound parameters). */
 const CHUNK = 500;
 
@@ -93,20 +96,35 @@ export class ExperimentsRepo {
       : sql`coalesce(json_extract(${sql.ref(`${t}.dataset_metadata`)}, '$.dataset_row_id'), ${sql.ref(`${t}.id`)})`;
   }
 
-  /** `dataset_metadata.dataset_row_index` when it is a number, else null. */
-  private rowIndex(t: string): RawBuilder<number | null> {
+  /**
+   * `records t` read through the index records_experiment_row: SQLite's planner prefers
+   * records_run_type_created (two equalities), which reads every trace's row instead of the index.
+   */
+  private get tracesByRow() {
+    return this.pg ? sql`records t` : sql`records t indexed by records_experiment_row`;
+  }
+
+  /**
+   * `dataset_metadata.dataset_row_index` when it is a number, else NO_INDEX (rows without one sort
+   * last); the expression of the index records_experiment_order.
+   */
+  private rowIndex(t: string): RawBuilder<number> {
     const dm = sql.ref(`${t}.dataset_metadata`);
     return this.pg
-      ? sql`case when jsonb_typeof(${dm}->'dataset_row_index') = 'number' then (${dm}->>'dataset_row_index')::float8 end`
-      : sql`case when json_type(${dm}, '$.dataset_row_index') in ('integer', 'real') then json_extract(${dm}, '$.dataset_row_index') end`;
+      ? sql`coalesce(case when jsonb_typeof(${dm}->'dataset_row_index') = 'number' then (${dm}->>'dataset_row_index')::float8 end, 9e15)`
+      : sql`coalesce(case when json_type(${dm}, '$.dataset_row_index') in ('integer', 'real') then json_extract(${dm}, '$.dataset_row_index') end, 9e15)`;
   }
 
   /** A numeric metric `name` of a record's metrics JSON, else null. */
   private metric(t: string, name: string): RawBuilder<number | null> {
     const m = sql.ref(`${t}.metrics`);
-    return this.pg
-      ? sql`case when jsonb_typeof(${m}->${name}::text) = 'number' then (${m}->>${name}::text)::float8 end`
-      : sql`(select j.value from json_each(${m}) j where j.key = ${name} and j.type in ('integer', 'real'))`;
+    if (this.pg)
+      return sql`case when jsonb_typeof(${m}->${name}::text) = 'number' then (${m}->>${name}::text)::float8 end`;
+    // A JSON path quotes the name; one a path cannot quote is looked up among the object's members.
+    if (/["\\]/.test(name))
+      return sql`(select j.value from json_each(${m}) j where j.key = ${name} and j.type in ('integer', 'real'))`;
+    const path = `$."${name}"`;
+    return sql`case when json_type(${m}, ${path}) in ('integer', 'real') then json_extract(${m}, ${path}) end`;
   }
 
   /**
@@ -118,6 +136,8 @@ export class ExperimentsRepo {
     if (!runIds.length) return [];
     const ids = sql.join(runIds);
     const skip = sql.join(notScores.length ? notScores : ['']);
+    // Cost is not a score, but it is read from the spans' metrics with them (summed per row).
+    const spanSkip = sql.join([...notScores.filter((n) => n !== 'cost'), '']);
     const num = this.pg ? sql`jsonb_typeof(j.value) = 'number'` : sql`j.type in ('integer', 'real')`;
     const val = this.pg ? sql`(j.value #>> '{}')::float8` : sql`j.value`;
     const each = (t: string) =>
@@ -133,19 +153,16 @@ export class ExperimentsRepo {
         union all
         select s.trace_id as tid, j.key as name, ${val} as val, 1 as sp
           from records s, ${each('s')}
-         where s.run_id in (${ids}) and s.type = 'llm' and ${num} and j.key not in (${skip})
-        union all
-        select s.trace_id as tid, 'cost' as name, sum(${this.metric('s', 'cost')}) as val, 1 as sp
-          from records s
-         where s.run_id in (${ids}) and s.type = 'llm'
-         group by s.trace_id
+         where s.run_id in (${ids}) and s.type = 'llm' and ${num} and j.key not in (${spanSkip})
         union all
         select t.id as tid, 'latency_ms' as name, t.duration_ns / 1000000.0 as val, 0 as sp
           from records t
          where t.run_id in (${ids}) and t.type = 'trace' and t.duration_ns is not null
       ),
       r as (
-        select tid, name, coalesce(max(case when sp = 1 then val end), max(val)) as val
+        select tid, name,
+               case when name = 'cost' then sum(val)
+                    else coalesce(max(case when sp = 1 then val end), max(val)) end as val
           from v where val is not null group by tid, name
       ),
       st as (
@@ -199,20 +216,8 @@ export class ExperimentsRepo {
     const ids = sql.join(runIds);
     const key = this.rowKey('t');
     const grouped = opts.sortBy
-      ? sql`select rk, min(ri) as ri, case when count(v) >= 2 then max(v) - min(v) end as d
-              from (
-                select ${key} as rk, ${this.rowIndex('t')} as ri, coalesce(sv.v, ${this.metric('t', opts.sortBy)}) as v
-                  from records t
-                  left join (
-                    select s.trace_id, max(${this.metric('s', opts.sortBy)}) as v
-                      from records s where s.run_id in (${ids}) and s.type = 'llm' group by s.trace_id
-                  ) sv on sv.trace_id = t.id
-                 where t.run_id in (${ids}) and t.type = 'trace'
-              ) k
-             group by rk`
-      : sql`select ${key} as rk, min(${this.rowIndex('t')}) as ri, null as d
-              from records t where t.run_id in (${ids}) and t.type = 'trace'
-             group by ${key}`;
+      ? await this.byScoreSpread(runIds, opts.sortBy)
+      : await this.firstRows(runIds, opts.offset + opts.limit);
     const cols = (t: string) =>
       sql.join(
         [
@@ -233,24 +238,22 @@ export class ExperimentsRepo {
         ].map((c) => sql`${sql.ref(`${t}.${c}`)} as ${sql.ref(`${t}_${c}`)}`),
       );
     const r = await sql<Record<string, any>>`
-      with g as (${grouped}),
+      with g as (${grouped.sql}),
       page as (
-        select rk, ri, pos, total from (
-          select rk, ri, row_number() over (order by (d is null), d desc, (ri is null), ri, rk) as pos,
-                 count(*) over () as total
-            from g
+        select rk, ri, pos from (
+          select rk, ri, row_number() over (order by (d is null), d desc, ri, rk) as pos from g
         ) o where pos > ${opts.offset} and pos <= ${opts.offset + opts.limit}
       )
-      select page.rk, page.ri, page.pos, page.total, ${cols('t')}, ${cols('s')}
+      select page.rk, page.ri, page.pos, ${cols('t')}, ${cols('s')}
         from page
-        join records t on t.run_id in (${ids}) and t.type = 'trace' and ${key} = page.rk
+        join ${this.tracesByRow} on t.run_id in (${ids}) and t.type = 'trace' and ${key} = page.rk
         left join records s on s.trace_id = t.id and s.type = 'llm'
        order by page.pos`.execute(this.db);
     const keys: ComparePage['keys'] = [];
     const records: ComparePage['records'] = [];
     const seenKey = new Set<string>();
     const seenTrace = new Set<string>();
-    let total = 0;
+    const total = grouped.total;
     const pick = (row: Record<string, any>, t: string) =>
       Object.fromEntries(
         Object.entries(row)
@@ -258,11 +261,11 @@ export class ExperimentsRepo {
           .map(([k, v]) => [k.slice(2), v]),
       );
     for (const row of r.rows) {
-      total = Number(row.total);
       const k = String(row.rk);
       if (!seenKey.has(k)) {
         seenKey.add(k);
-        keys.push({ key: k, index: row.ri === null || row.ri === undefined ? null : Number(row.ri) });
+        const index = row.ri === null || row.ri === undefined ? null : Number(row.ri);
+        keys.push({ key: k, index: index === null || index >= NO_INDEX ? null : index });
       }
       if (!seenTrace.has(row.t_id)) {
         seenTrace.add(row.t_id);
@@ -270,11 +273,61 @@ export class ExperimentsRepo {
       }
       if (row.s_id) records.push({ ...(pick(row, 's') as any), run_id: row.t_run_id, row_key: null });
     }
-    if (!r.rows.length && opts.offset > 0) {
-      const c = await sql<{ n: number }>`select count(*) as n from (${grouped}) g`.execute(this.db);
-      total = Number(c.rows[0]?.n ?? 0);
-    }
     return { total, keys, records };
+  }
+
+  /**
+   * Every row of a comparison with the spread (largest minus smallest) of one score's values across
+   * the experiments (a row's value: its llm span's, else its trace's): a full pass over the rows.
+   */
+  private async byScoreSpread(runIds: string[], name: string) {
+    const ids = sql.join(runIds);
+    const key = this.rowKey('t');
+    const grouped = sql`select rk, min(ri) as ri, case when count(v) >= 2 then max(v) - min(v) end as d
+      from (
+        select ${key} as rk, ${this.rowIndex('t')} as ri, coalesce(sv.v, ${this.metric('t', name)}) as v
+          from records t
+          left join (
+            select s.trace_id, max(${this.metric('s', name)}) as v
+              from records s where s.run_id in (${ids}) and s.type = 'llm' group by s.trace_id
+          ) sv on sv.trace_id = t.id
+         where t.run_id in (${ids}) and t.type = 'trace'
+      ) k
+     group by rk`;
+    const total = await sql<{ n: number }>`
+      select count(distinct ${key}) as n from ${this.tracesByRow}
+       where t.run_id in (${ids}) and t.type = 'trace'`.execute(this.db);
+    return { total: Number(total.rows[0]?.n ?? 0), sql: grouped };
+  }
+
+  /**
+   * The rows of a comparison in row order, enough for its first `upTo`: each experiment's first
+   * entries of the index records_experiment_order (no full scan), merged by row. An experiment
+   * that logged a row more than once (n entries, d rows) gives n - d more entries, so the first
+   * `upTo` rows are always among them. Also the number of rows (count of distinct rows).
+   */
+  private async firstRows(runIds: string[], upTo: number) {
+    const key = this.rowKey('t');
+    const counts = await sql<{ run_id: string; n: number; d: number }>`
+      select t.run_id, count(*) as n, count(distinct ${key}) as d
+        from ${this.tracesByRow} where t.run_id in (${sql.join(runIds)}) and t.type = 'trace' group by t.run_id`.execute(
+      this.db,
+    );
+    const totalQ = await sql<{ n: number }>`
+      select count(distinct ${key}) as n from ${this.tracesByRow}
+       where t.run_id in (${sql.join(runIds)}) and t.type = 'trace'`.execute(this.db);
+    const extra = new Map(counts.rows.map((c) => [c.run_id, Number(c.n) - Number(c.d)]));
+    const firsts = runIds.map(
+      (id) => sql`select * from (
+        select ${key} as rk, ${this.rowIndex('t')} as ri from records t
+         where t.run_id = ${id} and t.type = 'trace'
+         order by ${this.rowIndex('t')}, ${key} limit ${upTo + (extra.get(id) ?? 0)}
+      ) f${sql.raw(String(runIds.indexOf(id)))}`,
+    );
+    return {
+      total: Number(totalQ.rows[0]?.n ?? 0),
+      sql: sql`select rk, min(ri) as ri, null as d from (${sql.join(firsts, sql` union all `)}) u group by rk`,
+    };
   }
 
   async insertMeta(m: ExperimentMeta): Promise<void> {

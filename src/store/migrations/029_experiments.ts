@@ -13,8 +13,9 @@ import { isPostgres, jsonType } from './helpers.ts';
  * each row's trace has an id derived from the job and the row, so a resumed job never writes a row twice.
  *
  * `records_experiment_row`: an experiment's traces by the dataset row they answer
- * (`dataset_metadata.dataset_row_id`, else the trace's own id), for the comparison's join by row
- * (store/experiments.ts uses the same expression).
+ * (`dataset_metadata.dataset_row_id`, else the trace's own id), for the comparison's join by row;
+ * `records_experiment_order`: the same by row index (none last) then row, so the comparison's first
+ * pages read only their first index entries (store/experiments.ts uses the same expressions).
  */
 export async function up(db: Kysely<any>): Promise<void> {
   const json = jsonType(db);
@@ -63,12 +64,16 @@ export async function up(db: Kysely<any>): Promise<void> {
     .on('experiment_jobs')
     .columns(['run_id', 'created_at'])
     .execute();
-  if (isPostgres(db))
-    await sql`create index records_experiment_row on records (run_id, (coalesce(dataset_metadata->>'dataset_row_id', id))) where type = 'trace'`.execute(
-      db,
-    );
-  else
-    await sql`create index records_experiment_row on records (run_id, coalesce(json_extract(dataset_metadata, '$.dataset_row_id'), id)) where type = 'trace'`.execute(
-      db,
-    );
+  // The row key, and (row index with none last, row key) for pages in row order.
+  const pg = isPostgres(db);
+  const key = pg
+    ? sql`(coalesce(dataset_metadata->>'dataset_row_id', id))`
+    : sql`coalesce(json_extract(dataset_metadata, '$.dataset_row_id'), id)`;
+  const index = pg
+    ? sql`(coalesce(case when jsonb_typeof(dataset_metadata->'dataset_row_index') = 'number' then (dataset_metadata->>'dataset_row_index')::float8 end, 9e15))`
+    : sql`coalesce(case when json_type(dataset_metadata, '$.dataset_row_index') in ('integer', 'real') then json_extract(dataset_metadata, '$.dataset_row_index') end, 9e15)`;
+  await sql`create index records_experiment_row on records (run_id, ${key}) where type = 'trace'`.execute(db);
+  await sql`create index records_experiment_order on records (run_id, ${index}, ${key}) where type = 'trace'`.execute(
+    db,
+  );
 }
