@@ -57,6 +57,8 @@ const MAX_CONCURRENCY = 32;
 export const MAX_EXPERIMENT_ROWS = 100_000;
 /** A running job writes its progress and looks for a cancel this often. */
 const PROGRESS_MS = 200;
+/** Finished rows' traces are written this many at a time (one ingest call). */
+const WRITE_BATCH = 32;
 /** Metrics and comparisons read a run's rows again after this long. */
 const SUMMARY_MS = 2000;
 
@@ -802,33 +804,67 @@ export class ExperimentsService {
     let stop: string | null = null;
     let cancelled = false;
     let lastCheck = Date.now();
-    const worker = async () => {
-      while (!stop && !cancelled && !signal.aborted && next < todo.length) {
-        const { r, id } = todo[next++];
-        const outcome = await this.runRow(caller, f, r, id, signal);
-        if (outcome === 'paused') {
-          stop = 'The integration refused the credentials or is paused';
-          return;
-        }
-        if (outcome === 'aborted') return;
-        completed++;
-        if (outcome === 'failed') failed++;
-        // Progress and a cancel are written and read at most every PROGRESS_MS, not per row: with
-        // many rows at once, a write per row competes with the rows' own trace writes.
-        if (Date.now() - lastCheck > PROGRESS_MS) {
-          lastCheck = Date.now();
-          await this.repo.updateJob(f.jobId, {
-            steps_completed: completed,
-            failed_rows: failed,
-            progress_message: `${completed} of ${rows.length} rows`,
-            updated_at: nowUs(),
+    // Finished rows' traces are written in batches, off the workers' path: a worker calls its next
+    // row while earlier rows are written (one ingest transaction per batch instead of per row). A
+    // row counts as done once its trace is written; a restart re-runs rows whose write had not.
+    const unwritten: { trace: Obj; failed: boolean }[] = [];
+    let writing: Promise<void> | null = null;
+    let writeError: unknown = null;
+    // Never rejects: a failed write is kept in writeError, and the job attempt throws it at the end.
+    const write = async () => {
+      while (unwritten.length && writeError === null) {
+        const batch = unwritten.splice(0, WRITE_BATCH);
+        try {
+          await this.ingest.traces(caller, f.projectId, {
+            experiment_id: f.runId,
+            traces: batch.map((b) => b.trace),
           });
-          const cur = await this.repo.job(f.jobId);
-          if (!cur || cur.status === 'cancelled') cancelled = true;
+          completed += batch.length;
+          failed += batch.filter((b) => b.failed).length;
+          // Progress and a cancel are written and read at most every PROGRESS_MS, not per row: with
+          // many rows at once, a write per row competes with the rows' own trace writes.
+          if (Date.now() - lastCheck > PROGRESS_MS) {
+            lastCheck = Date.now();
+            await this.repo.updateJob(f.jobId, {
+              steps_completed: completed,
+              failed_rows: failed,
+              progress_message: `${completed} of ${rows.length} rows`,
+              updated_at: nowUs(),
+            });
+            const cur = await this.repo.job(f.jobId);
+            if (!cur || cur.status === 'cancelled') cancelled = true;
+          }
+        } catch (err) {
+          writeError = err;
         }
       }
     };
+    const kick = () => {
+      writing ??= write().finally(() => {
+        writing = null;
+        // Rows that arrived as the last batch finished.
+        if (unwritten.length && writeError === null) kick();
+      });
+    };
+    const worker = async () => {
+      while (!stop && !cancelled && !signal.aborted && writeError === null && next < todo.length) {
+        const { r, id } = todo[next++];
+        const row = await this.runRow(f, r, id, signal);
+        if (row === 'paused') {
+          stop = 'The integration refused the credentials or is paused';
+          return;
+        }
+        if (row === 'aborted') return;
+        unwritten.push(row);
+        kick();
+        // Bounded: a worker waits while many rows are waiting to be written.
+        while (unwritten.length >= 4 * WRITE_BATCH && writing) await writing;
+      }
+    };
     await Promise.all(Array.from({ length: Math.min(f.concurrency, Math.max(1, todo.length)) }, worker));
+    // The rows called are written before the job says where it is.
+    while (writing) await writing;
+    if (writeError !== null) throw writeError;
     this.summaries.delete(f.runId);
     if (stop) return this.fail(f.jobId, stop);
     if (cancelled) return { status: 'done', result: { cancelled: true } };
@@ -847,14 +883,13 @@ export class ExperimentsService {
     return { status: 'done', result: { rows: rows.length, failed } };
   }
 
-  /** One row: render, call, and write its trace (with the error when the call failed). */
+  /** One row: render, call, and make its trace (with the error when the call failed). */
   private async runRow(
-    caller: Caller,
     f: Frozen,
     r: { row_id: string; index: number; values_dict: Obj },
     traceId: string,
     signal: AbortSignal,
-  ): Promise<'ok' | 'failed' | 'paused' | 'aborted'> {
+  ): Promise<{ trace: Obj; failed: boolean } | 'paused' | 'aborted'> {
     const vars = variablesOfRow(r.values_dict);
     const messages: ChatMessage[] =
       typeof f.template === 'string'
@@ -942,7 +977,6 @@ export class ExperimentsService {
         },
       ],
     };
-    await this.ingest.traces(caller, f.projectId, { experiment_id: f.runId, traces: [trace] });
-    return error ? 'failed' : 'ok';
+    return { trace, failed: error !== null };
   }
 }
