@@ -30,6 +30,8 @@ import { PromptTemplatesRepo } from '../store/prompt-templates.ts';
 import { JobsRepo } from '../store/jobs.ts';
 import { ScorersRepo } from '../store/scorers.ts';
 import { JobQueue } from './job-queue.ts';
+import { ExperimentsRepo } from '../store/experiments.ts';
+import { ExperimentsService } from './experiments.ts';
 import { ScorersService } from './scorers.ts';
 import { ScoringService } from './scoring.ts';
 import { ScoreBackfillService } from './score-backfill.ts';
@@ -117,6 +119,7 @@ export interface Services {
   scoreWorker: ScoreWorker;
   scorerPreview: ScorerPreviewService;
   backfill: ScoreBackfillService;
+  experiments: ExperimentsService;
 }
 
 export function createServices(
@@ -267,6 +270,27 @@ export function createServices(
     leasesOf(store.db),
   );
   const datasets = new DatasetsService(new DatasetsRepo(store.db, store.dialect), projects, usersRepo);
+  const promptTemplates = new PromptTemplatesService(
+    new PromptTemplatesRepo(store.db, store.dialect),
+    projects,
+    usersRepo,
+    datasets,
+  );
+  const llmIntegrations = new LlmIntegrationsService(integrations, modelCalls);
+  const experiments = new ExperimentsService(
+    new ExperimentsRepo(store.db),
+    runs,
+    projects,
+    usersRepo,
+    datasets,
+    promptTemplates,
+    integrations,
+    llmIntegrations,
+    modelCalls,
+    ingest,
+    scoring,
+    jobs,
+  );
   const judges = new JudgesService(modelCalls, integrations);
   const scoreWorker = new ScoreWorker(scorersRepo, scoring, judges, ingest, jobs, {
     quietMs: config.scorerQuietMs,
@@ -299,19 +323,15 @@ export function createServices(
     retention,
     tableStats,
     readiness: new ReadinessService(store),
-    promptTemplates: new PromptTemplatesService(
-      new PromptTemplatesRepo(store.db, store.dialect),
-      projects,
-      usersRepo,
-      datasets,
-    ),
+    promptTemplates,
+    experiments,
     datasets,
     clock,
     notifications,
     signalRuns,
     alerts,
     modelCalls,
-    llmIntegrations: new LlmIntegrationsService(integrations, modelCalls),
+    llmIntegrations,
     modelSpend: new ModelSpendService(modelCallsRepo, projects),
     playground: new PlaygroundService(projects, integrations, modelCalls),
     jobs,

@@ -109,8 +109,11 @@ export class RunsService {
   async create(caller: Caller, projectId: string, kind: RunKind, name: string) {
     await this.projects.access(caller, projectId, 'editor');
     rejectUnstorable(['body', 'name'], name);
+    const label = KIND_LABEL[kind].toLowerCase();
     const taken = () =>
-      conflict(`A ${KIND_LABEL[kind].toLowerCase()} named '${name}' already exists in this project`);
+      conflict(
+        `${/^[aeiou]/.test(label) ? 'An' : 'A'} ${label} named '${name}' already exists in this project`,
+      );
     if (await this.runs.byName(projectId, kind, name)) throw taken();
     const now = nowUs();
     const run: RunRow = {

@@ -495,6 +495,8 @@ export interface DB {
   prompt_template_projects: PromptTemplateProjectsTable;
   prompt_template_versions: PromptTemplateVersionsTable;
   jobs: JobsTable;
+  experiments: ExperimentsTable;
+  experiment_jobs: ExperimentJobsTable;
   scorers: ScorersTable;
   scorer_versions: ScorerVersionsTable;
   run_scorer_settings: RunScorerSettingsTable;
@@ -725,4 +727,38 @@ export interface WebhookDeliveriesTable {
   error: string | null;
   created_at: number;
   finished_at: number | null;
+}
+
+/** What an experiment run was created with (migration 029). JSON columns as everywhere. */
+export interface ExperimentsTable {
+  run_id: string;
+  project_id: string;
+  dataset_id: string | null;
+  dataset_version_index: number | null;
+  prompt_template_version_id: string | null;
+  prompt_settings: unknown;
+  task_type: number;
+  tags: unknown;
+}
+
+/** A hosted `JobDB` of an experiment (`playground_run`), with its progress. */
+export interface ExperimentJobsTable {
+  id: string;
+  job_name: string;
+  project_id: string;
+  run_id: string;
+  status: string;
+  request_data: unknown;
+  created_by: string;
+  error_message: string | null;
+  progress_message: string | null;
+  steps_completed: number;
+  steps_total: number;
+  failed_rows: number;
+  retries: number;
+  created_at: number;
+  updated_at: number;
+  processing_started: number | null;
+  completed_at: number | null;
+  failed_at: number | null;
 }

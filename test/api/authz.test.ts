@@ -104,6 +104,50 @@ const promptPath =
     },
   });
 
+/**
+ * A playground_run job body for the world's experiment, run with an integration of the caller's own
+ * (at a closed port: the job fails in the background, which the route does not wait for).
+ */
+async function jobBody(c: CellContext) {
+  const key = c.caller.key ?? c.w.owner.key;
+  const i = await c.s.call(
+    'PUT',
+    '/v2/integrations/example_gateway',
+    { endpoint: 'http://127.0.0.1:9/v1', use_case: 'chat', token: `tok-${'j'.repeat(24)}` },
+    key,
+  );
+  const t = await c.s.call('GET', `/v2/templates/${c.w.ids.prompt_template_id}`, undefined, c.w.owner.key);
+  return {
+    job_name: 'playground_run',
+    project_id: c.w.ids.project_id,
+    run_id: c.w.ids.experiment_id,
+    prompt_template_version_id: t.body.selected_version_id,
+    dataset_id: c.w.ids.dataset_id,
+    prompt_settings: { model_alias: 'm' },
+    integration_id: i.body?.id,
+  };
+}
+
+/** A job of the world's experiment, started by its owner; its id. */
+async function worldJob(c: CellContext): Promise<string> {
+  const r = await c.s.call(
+    'POST',
+    '/v2/jobs',
+    await jobBody({ ...c, caller: { ...c.caller, key: c.w.owner.key } }),
+    c.w.owner.key,
+  );
+  assert.equal(r.status, 200, r.text);
+  return r.body.job_id;
+}
+
+/** A project rule on a job route: the job's project decides (a stranger gets 404, as for its run). */
+const jobRule = (role: Role): RouteRule => ({
+  rule: { kind: 'project', role },
+  build: async (c) => ({ path: { job_id: await worldJob(c) } }),
+});
+
+const exPath = (c: CellContext): Partial<Req> => ({ path: { experiment_id: c.w.ids.experiment_id } });
+
 /** A model price of the world's project, made by its owner; its id. */
 async function modelPrice(c: CellContext): Promise<string> {
   const r = await c.s.call(
@@ -254,8 +298,74 @@ export const RULES: Record<string, RouteRule> = {
     build: () => ({ body: { name: uniq('ex') } }),
   }),
   'GET /v2/projects/{project_id}/experiments': project('viewer'),
-  'GET /v2/projects/{project_id}/experiments/{run_id}': project('viewer', {
+  'GET /v2/projects/{project_id}/experiments/{experiment_id}': project('viewer', { build: exPath }),
+  'PUT /v2/projects/{project_id}/experiments/{experiment_id}': project('editor', {
+    build: (c) => ({ ...exPath(c), body: { name: uniq('ex') } }),
+  }),
+  'PATCH /v2/projects/{project_id}/experiments/{experiment_id}': project('editor', {
+    build: (c) => ({ ...exPath(c), body: { name: uniq('ex') } }),
+  }),
+  'DELETE /v2/projects/{project_id}/experiments/{experiment_id}': project('editor', {
+    destructive: true,
+    build: exPath,
+  }),
+  'GET /v2/projects/{project_id}/experiments/paginated': project('viewer'),
+  'POST /v2/projects/{project_id}/experiments/paginated': project('viewer'),
+  'GET /v2/projects/{project_id}/experiments/available_columns': project('viewer'),
+  'POST /v2/projects/{project_id}/experiments/available_columns': project('viewer'),
+  'POST /v2/projects/{project_id}/experiments/metrics': project('viewer', { build: () => ({ body: {} }) }),
+  'GET /v2/projects/{project_id}/experiments/compare': project('viewer', {
+    build: async (c) => {
+      const ids: string[] = [];
+      for (let k = 0; k < 2; k++) {
+        const e = await c.s.call(
+          'POST',
+          `/v2/projects/${c.w.ids.project_id}/experiments`,
+          { name: uniq('ex'), dataset: { dataset_id: c.w.ids.dataset_id } },
+          c.w.owner.key,
+        );
+        assert.equal(e.status, 200, e.text);
+        ids.push(e.body.id);
+      }
+      return { query: { experiment_ids: ids.join(',') } };
+    },
+  }),
+  'POST /v2/projects/{project_id}/experiments/{experiment_id}/metrics': project('viewer', {
+    build: (c) => ({ ...exPath(c), body: {} }),
+  }),
+  'GET /v2/projects/{project_id}/experiments/{experiment_id}/tags': project('viewer', { build: exPath }),
+  'POST /v2/projects/{project_id}/experiments/{experiment_id}/tags': project('editor', {
+    build: (c) => ({ ...exPath(c), body: { key: 'k', value: 'v' } }),
+  }),
+  'PUT /v2/projects/{project_id}/experiments/{experiment_id}/tags/{tag_id}': project('editor', {
+    build: async (c) => {
+      const url = `/v2/projects/${c.w.ids.project_id}/experiments/${c.w.ids.experiment_id}/tags`;
+      const t = await c.s.call('POST', url, { key: uniq('k'), value: 'v' }, c.w.owner.key);
+      return {
+        path: { experiment_id: c.w.ids.experiment_id, tag_id: t.body.id },
+        body: { key: 'k2', value: 'w' },
+      };
+    },
+  }),
+  'DELETE /v2/projects/{project_id}/experiments/{experiment_id}/tags/{tag_id}': project('editor', {
+    destructive: true,
+    build: async (c) => {
+      const url = `/v2/projects/${c.w.ids.project_id}/experiments/${c.w.ids.experiment_id}/tags`;
+      const t = await c.s.call('POST', url, { key: uniq('k'), value: 'v' }, c.w.owner.key);
+      return { path: { experiment_id: c.w.ids.experiment_id, tag_id: t.body.id } };
+    },
+  }),
+  'POST /v2/jobs': project('editor', { build: async (c) => ({ body: await jobBody(c) }) }),
+  'GET /v2/jobs/{job_id}': jobRule('viewer'),
+  'POST /v2/jobs/{job_id}/cancel': { ...jobRule('editor'), destructive: true },
+  'GET /v2/projects/{project_id}/runs/{run_id}/jobs': project('viewer', {
     build: (c) => ({ path: { run_id: c.w.ids.experiment_id } }),
+  }),
+  'GET /v2/projects/{project_id}/runs/{run_id}/jobs/latest': project('viewer', {
+    build: async (c) => {
+      await worldJob(c);
+      return { path: { run_id: c.w.ids.experiment_id } };
+    },
   }),
 
   // --- ingestion (another helper's; rules to confirm when the routes land) ----------------------

@@ -527,15 +527,20 @@ for (const store of storesUnderTest()) {
           });
         };
         if (res === 'timeout') return record('timeout', `no answer within ${TIMEOUT_MS} ms`);
+        // The error line of this request (by its request id): requests run CONCURRENCY at a time, and
+        // each 5xx also logs a 'request completed' line without the error, so the last line is not it.
         const cause = () => {
-          const line = errorLogs.pop();
-          if (!line) return '';
-          try {
-            const e = JSON.parse(line).err;
-            return ` — ${e?.message ?? ''} ${(e?.stack ?? '').split('\n').slice(1, 3).join(' ').replace(/\s+/g, ' ')}`;
-          } catch {
-            return '';
+          const id = res.headers['x-request-id'];
+          for (let i = errorLogs.length - 1; i >= 0; i--) {
+            try {
+              const entry = JSON.parse(errorLogs[i]);
+              if (!entry.err || (id && entry.reqId !== id)) continue;
+              errorLogs.splice(i, 1);
+              const e = entry.err;
+              return ` — ${e?.message ?? ''} ${e?.detail ?? ''} ${(e?.stack ?? '').split('\n').slice(1, 4).join(' ').replace(/\s+/g, ' ')}`;
+            } catch {}
           }
+          return '';
         };
         const problem =
           a.method === 'HEAD'
@@ -1137,6 +1142,58 @@ for (const store of storesUnderTest()) {
         [1, 2, 3, 4].map(() => s.call('POST', '/v2/scorers', { name: 'twin', scorer_type: 'llm' })),
       );
       assert.deepEqual(scorers.map((r) => r.status).sort(), [200, 409, 409, 409]);
+    });
+
+    test('experiment tags: any key text, unstorable text a 422, a concurrent delete a 404 (seed 1234)', async () => {
+      const base = `/v2/projects/${project}/experiments`;
+      const ex = (await s.call('POST', base, { name: 'tagged' })).body;
+      // Tag keys are grouped by key in the experiment's answer: prototype names are plain keys.
+      for (const key of ['constructor', '__proto__', 'toString']) {
+        const r = await s.call('POST', `${base}/${ex.id}/tags`, { key, value: 'v' });
+        assert.equal(r.status, 200, r.text);
+      }
+      const got = await s.call('GET', `${base}/${ex.id}`);
+      assert.equal(got.status, 200, got.text);
+      assert.deepEqual(Object.keys(got.body.tags).sort(), ['__proto__', 'constructor', 'toString']);
+      // `tags/..` is the experiment itself: PUT renames (nothing here), as PUT .../{id}/ does.
+      const dots = await s.call('PUT', `${base}/${ex.id}/tags/..`, { key: 'k', value: 'call' });
+      assert.equal(dots.status, 200, dots.text);
+      // NUL and lone surrogates: PostgreSQL's json refuses them, so both stores answer 422.
+      const tag = (await s.call('POST', `${base}/${ex.id}/tags`, { key: 'k', value: 'v' })).body;
+      for (const body of [
+        { key: 'k', value: 'a\u0000b' },
+        { key: 'x\ud83dy', value: 'v' },
+        { key: 'k', value: 'v', tag_type: '\udfff' },
+      ]) {
+        for (const url of [`${base}/${ex.id}/tags`, `${base}/${ex.id}/tags/${tag.id}`]) {
+          const r = await s.call(url.endsWith('tags') ? 'POST' : 'PUT', url, body);
+          assert.equal(r.status, 422, `${url} ${JSON.stringify(body)}: ${r.text}`);
+        }
+      }
+      for (const body of [
+        { name: 'n\u0000' },
+        { name: 'ok-name', prompt_settings: { model_alias: 'x\ud800' } },
+      ]) {
+        const r = await s.call('POST', base, body);
+        assert.equal(r.status, 422, `${JSON.stringify(body)}: ${r.text}`);
+      }
+      const renamed = await s.call('PUT', `${base}/${ex.id}`, { name: 'n\u0000' });
+      assert.equal(renamed.status, 422, renamed.text);
+      const jobs = await s.call('GET', `/v2/projects/${project}/runs/${ex.id}/jobs?status=%00`);
+      assert.equal(jobs.status, 422, jobs.text);
+      // A tag route racing the experiment's delete: its row may be gone (PostgreSQL's foreign key
+      // refused re-creating it): 200 or 404, never 500.
+      for (let round = 0; round < 5; round++) {
+        const e = (await s.call('POST', base, { name: `race-${round}` })).body;
+        const t = (await s.call('POST', `${base}/${e.id}/tags`, { key: 'k', value: 'v' })).body;
+        const answers = await Promise.all([
+          s.call('DELETE', `${base}/${e.id}`),
+          ...[1, 2, 3].map(() => s.call('DELETE', `${base}/${e.id}/tags/${t.id}`)),
+          ...[1, 2, 3].map(() => s.call('POST', `${base}/${e.id}/tags`, { key: `k${round}`, value: 'v' })),
+          s.call('GET', `${base}/${e.id}/tags`),
+        ]);
+        for (const r of answers) assert.ok(r.status < 500, `${r.status}: ${r.text}`);
+      }
     });
   });
 }

@@ -15,6 +15,7 @@ import otelRoutes from './otel.ts';
 import projectRoutes from './projects.ts';
 import recordRoutes from './records.ts';
 import runRoutes from './runs.ts';
+import experimentRoutes from './experiments.ts';
 import searchRoutes from './search.ts';
 import signalsRoutes from './signals.ts';
 import scorerRoutes from './scorers.ts';
@@ -33,6 +34,7 @@ export async function registerRoutes(app: FastifyInstance): Promise<void> {
     userRoutes,
     projectRoutes,
     runRoutes,
+    experimentRoutes,
     recordRoutes,
     searchRoutes,
     lifecycleRoutes,

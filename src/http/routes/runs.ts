@@ -8,10 +8,13 @@ export default async function runRoutes(app: FastifyInstance) {
   const { runs } = app.services;
   type P = { project_id: string };
 
-  for (const [kind, segment, tag, label] of [
-    ['log_stream', 'log_streams', 'log_streams', 'log stream'],
-    ['experiment', 'experiments', 'experiments', 'experiment'],
-  ] as [RunKind, string, string, string][]) {
+  // Experiments have their own routes (routes/experiments.ts).
+  for (const [kind, segment, tag, label] of [['log_stream', 'log_streams', 'log_streams', 'log stream']] as [
+    RunKind,
+    string,
+    string,
+    string,
+  ][]) {
     app.post<{ Params: P; Body: { name: string } }>(
       `/v2/projects/:project_id/${segment}`,
       {
