@@ -123,7 +123,18 @@ for (const store of storesUnderTest()) {
       const jobs = s.running.services.jobs;
       const paused = jobs.pausedRuns;
       jobs.pausedRuns = async () => [...(await paused()), e];
-      fake.delayMs = 150;
+      // The third row's call hangs until the worker is stopped, so the worker dies mid-way however
+      // slow the machine is (a delay alone let a loaded machine finish all four rows first).
+      const base = fake.requests.length;
+      const hangAfterTwo = () =>
+        Object.defineProperty(fake, 'delayMs', {
+          configurable: true,
+          get: () => (fake.requests.length - base > 2 ? 60_000 : 0),
+          set: () => {},
+        });
+      const noDelay = () =>
+        Object.defineProperty(fake, 'delayMs', { configurable: true, writable: true, value: 0 });
+      hangAfterTwo();
       try {
         const created = await startJob(s, w, e, { concurrency: 1 });
         const item = await new JobsRepo(s.running.services.store.db, s.running.services.store.dialect).byKey(
@@ -141,6 +152,7 @@ for (const store of storesUnderTest()) {
         }
         abort.abort();
         assert.equal((await first).status, 'retry');
+        noDelay();
         const partial = (await tracesOf(s, w.P, e)).length;
         assert.ok(partial >= 2 && partial < 4, `${partial} rows before the restart`);
         jobs.pausedRuns = paused;
@@ -153,7 +165,7 @@ for (const store of storesUnderTest()) {
         assert.equal(new Set(traces.map((t) => t.dataset_metadata.dataset_row_id)).size, 4);
       } finally {
         jobs.pausedRuns = paused;
-        fake.delayMs = 0;
+        noDelay();
       }
     });
 
