@@ -70,7 +70,8 @@ function NewExperiment({ projectId, onStarted }: { projectId: string; onStarted:
   const chosenVersion = versions.find((x) => x.v.id === versionId) ?? versions[0];
   async function submit(ev: FormEvent<HTMLFormElement>) {
     ev.preventDefault();
-    const data = new FormData(ev.currentTarget);
+    const form = ev.currentTarget;
+    const data = new FormData(form);
     const dsId = String(data.get('dataset') ?? '');
     const dsVersion = data.get('dataset_version') ? Number(data.get('dataset_version')) : null;
     const model = String(data.get('model') ?? '').trim();
@@ -98,7 +99,7 @@ function NewExperiment({ projectId, onStarted }: { projectId: string; onStarted:
         task_type: 16,
         scorers: scorerIds.map((id) => ({ id, scoreable_node_types: ['trace'] })),
       });
-      ev.currentTarget?.reset?.();
+      form.reset();
       onStarted();
     } catch (err) {
       setError((err as Error).message);
