@@ -60,9 +60,13 @@ for (const store of storesUnderTest()) {
       await page.getByLabel('Concurrency').fill('1');
       await page.getByRole('checkbox', { name: w.scorer.name }).check();
       await screenshot(page, 'experiments-new');
+      // Slow rows (4 × 400 ms, one at a time): the list shows the job's progress bar while it runs.
+      fake.delayMs = 400;
       await page.getByRole('button', { name: 'Start experiment' }).click();
       const first = page.locator('tr[data-experiment="first"]');
-      await first.waitFor();
+      await first.locator('progress').waitFor();
+      await screenshot(page, 'experiments-running');
+      fake.delayMs = 0;
       // Completed through the page's polling, with the scorer's average (3 of 4 rows match).
       await first.getByText('completed').waitFor({ timeout: 20_000 });
       await first.locator(`[data-score="${w.scorer.name}"]`).waitFor({ timeout: 20_000 });
