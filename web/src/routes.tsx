@@ -174,6 +174,16 @@ export const router = createBrowserRouter([
         path: 'projects/:projectId/webhooks',
         lazy: async () => ({ Component: (await import('./pages/WebhooksPage.tsx')).WebhooksPage }),
       },
+      {
+        path: 'projects/:projectId/experiments',
+        lazy: async () => ({ Component: (await import('./pages/ExperimentsPage.tsx')).ExperimentsPage }),
+      },
+      {
+        path: 'projects/:projectId/experiments/compare',
+        lazy: async () => ({
+          Component: (await import('./pages/ExperimentsPage.tsx')).ExperimentComparePage,
+        }),
+      },
       runRoutes('log_streams'),
       runRoutes('experiments'),
       {

@@ -95,6 +95,9 @@ export function ProjectPage() {
             <Link to={`/projects/${projectId}/collaborators`} className="button small">
               Collaborators
             </Link>
+            <Link to={`/projects/${projectId}/experiments`} className="button small">
+              Experiments
+            </Link>
             <Link to={`/projects/${projectId}/playground`} className="button small">
               Playground
             </Link>
