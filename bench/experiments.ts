@@ -166,22 +166,31 @@ try {
   console.log(
     `compare [${kind}]: 2 × ${compareRows} rows written in ${((performance.now() - w0) / 1000).toFixed(1)} s`,
   );
-  const times: number[] = [];
-  for (let k = 0; k < 10; k++) {
-    (svc.experiments as any).summaries.clear();
-    const s0 = performance.now();
-    const r = await api(
-      'GET',
-      `/v2/projects/${P}/experiments/compare?experiment_ids=${ids.join(',')}&limit=50`,
+  const firstPages = async (label: string) => {
+    const times: number[] = [];
+    for (let k = 0; k < 10; k++) {
+      (svc.experiments as any).summaries.clear();
+      const s0 = performance.now();
+      const r = await api(
+        'GET',
+        `/v2/projects/${P}/experiments/compare?experiment_ids=${ids.join(',')}&limit=50`,
+      );
+      times.push(performance.now() - s0);
+      if (r.rows.length !== 50 || r.total_rows !== compareRows)
+        throw new Error(`compare answered ${r.rows.length}/${r.total_rows}`);
+    }
+    times.sort((a, b) => a - b);
+    console.log(
+      `  first page, cold${label}: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms (target p95 ≤ 300 ms)`,
     );
-    times.push(performance.now() - s0);
-    if (r.rows.length !== 50 || r.total_rows !== compareRows)
-      throw new Error(`compare answered ${r.rows.length}/${r.total_rows}`);
+  };
+  await firstPages('');
+  if (kind === 'postgres') {
+    // Right after the write PostgreSQL plans with the empty table's statistics (a run of 1 row, nested
+    // loops over 20,000); autovacuum's analyze fixes that in time. Both are shown.
+    await svc.store.pool!.query('analyze records');
+    await firstPages(', after analyze');
   }
-  times.sort((a, b) => a - b);
-  console.log(
-    `  first page, cold: p50 ${pct(times, 50).toFixed(0)} ms, p95 ${pct(times, 95).toFixed(0)} ms (target p95 ≤ 300 ms)`,
-  );
 } finally {
   await running.close?.();
   await fake.close();

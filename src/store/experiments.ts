@@ -308,21 +308,17 @@ export class ExperimentsRepo {
    */
   private async firstRows(runIds: string[], upTo: number) {
     const key = this.rowKey('t');
-    const counts = await sql<{ run_id: string; n: number; d: number }>`
-      select t.run_id, count(*) as n, count(distinct ${key}) as d
-        from ${this.tracesByRow} where t.run_id in (${sql.join(runIds)}) and t.type = 'trace' group by t.run_id`.execute(
-      this.db,
-    );
     const totalQ = await sql<{ n: number }>`
       select count(distinct ${key}) as n from ${this.tracesByRow}
        where t.run_id in (${sql.join(runIds)}) and t.type = 'trace'`.execute(this.db);
-    const extra = new Map(counts.rows.map((c) => [c.run_id, Number(c.n) - Number(c.d)]));
+    // Each experiment's first `upTo` distinct rows (a row logged twice counts once), from the
+    // records_experiment_order index.
     const firsts = runIds.map(
-      (id) => sql`select * from (
-        select ${key} as rk, ${this.rowIndex('t')} as ri from records t
+      (id, i) => sql`select * from (
+        select distinct ${this.rowIndex('t')} as ri, ${key} as rk from records t
          where t.run_id = ${id} and t.type = 'trace'
-         order by ${this.rowIndex('t')}, ${key} limit ${upTo + (extra.get(id) ?? 0)}
-      ) f${sql.raw(String(runIds.indexOf(id)))}`,
+         order by ri, rk limit ${upTo}
+      ) f${sql.raw(String(i))}`,
     );
     return {
       total: Number(totalQ.rows[0]?.n ?? 0),
