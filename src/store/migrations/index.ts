@@ -25,6 +25,7 @@ import * as datasets from './021_datasets.ts';
 import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
 import * as queueNames from './024_queue_names.ts';
 import * as scorersMore from './026_scorers_more.ts';
+import * as rollups from './030_rollups.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '028_signals_runs_alerts': signalsRunsAlerts,
   '024_queue_names': queueNames,
   '026_scorers_more': scorersMore,
+  '030_rollups': rollups,
 };
