@@ -8,14 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import {
-  type ConsoleServer,
-  launchChromium,
-  screenshot,
-  signIn,
-  startConsoleServer,
-  watchErrors,
-} from '../helpers/browser.ts';
+import { type ConsoleServer, screenshot, startConsoleServer, openSignedIn } from '../helpers/browser.ts';
 import { type World, experimentWorld, newExperiment, ok, startJob, waitJob } from '../helpers/experiments.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 import { type TestServer, storesUnderTest } from '../helpers/server.ts';
@@ -35,14 +28,7 @@ for (const store of storesUnderTest()) {
       s = await startConsoleServer(store, { SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1' });
       fake = await startFakeProvider();
       w = await experimentWorld(s as unknown as TestServer, fake, 4, `b${store}`);
-      browser = await launchChromium();
-      const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
-      context.setDefaultTimeout(TIMEOUT);
-      page = await context.newPage();
-      errors = watchErrors(page);
-      await page.goto(`${s.url}/login`);
-      await signIn(page, s.admin.email, s.admin.password);
-      await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+      ({ browser, page, errors } = await openSignedIn(s, { width: 1280, height: 860 }, TIMEOUT));
     });
     after(async () => {
       await browser?.close();

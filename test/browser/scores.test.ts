@@ -9,14 +9,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import {
-  type ConsoleServer,
-  launchChromium,
-  screenshot,
-  signIn,
-  startConsoleServer,
-  watchErrors,
-} from '../helpers/browser.ts';
+import { type ConsoleServer, screenshot, startConsoleServer, openSignedIn } from '../helpers/browser.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 import { storesUnderTest } from '../helpers/server.ts';
 
@@ -45,14 +38,7 @@ for (const store of storesUnderTest()) {
         token: 'sk-browser-test-token-0123456789',
       });
       assert.equal(gw.status, 200, gw.text);
-      browser = await launchChromium();
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      context.setDefaultTimeout(TIMEOUT);
-      page = await context.newPage();
-      errors = watchErrors(page);
-      await page.goto(`${s.url}/login`);
-      await signIn(page, s.admin.email, s.admin.password);
-      await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+      ({ browser, page, errors } = await openSignedIn(s, { width: 1280, height: 900 }, TIMEOUT));
     });
     after(async () => {
       await browser?.close();

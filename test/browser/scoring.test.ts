@@ -12,11 +12,10 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
   type ConsoleServer,
-  launchChromium,
   screenshot,
   signIn,
   startConsoleServer,
-  watchErrors,
+  openSignedIn,
 } from '../helpers/browser.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 import { storesUnderTest } from '../helpers/server.ts';
@@ -55,14 +54,7 @@ for (const store of storesUnderTest()) {
         token: 'sk-browser-test-token-0123456789',
       });
       assert.equal(gw.status, 200, gw.text);
-      browser = await launchChromium();
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-      context.setDefaultTimeout(TIMEOUT);
-      page = await context.newPage();
-      errors = watchErrors(page);
-      await page.goto(`${s.url}/login`);
-      await signIn(page, s.admin.email, s.admin.password);
-      await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+      ({ browser, page, errors } = await openSignedIn(s, { width: 1280, height: 900 }, TIMEOUT));
     });
     after(async () => {
       await browser?.close();

@@ -59,6 +59,23 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return file;
 }
 
+/** A browser with one page signed in as the console server's admin, its console errors watched. */
+export async function openSignedIn(
+  s: ConsoleServer,
+  viewport: { width: number; height: number },
+  timeout: number,
+): Promise<{ browser: Browser; page: Page; errors: string[] }> {
+  const browser = await launchChromium();
+  const context = await browser.newContext({ viewport });
+  context.setDefaultTimeout(timeout);
+  const page = await context.newPage();
+  const errors = watchErrors(page);
+  await page.goto(`${s.url}/login`);
+  await signIn(page, s.admin.email, s.admin.password);
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+  return { browser, page, errors };
+}
+
 /** Fills the sign-in form the way a person would. */
 export async function signIn(page: Page, email: string, password: string): Promise<void> {
   await page.getByLabel('Email').fill(email);
