@@ -62,8 +62,13 @@ export interface Plan {
   models: ModelSeen[];
   /** The run gained a session made by POST /sessions. */
   userSession: boolean;
-  /** LLM score tasks of the written rows, written in the same transaction (not lost to a crash). */
+  /**
+   * LLM score tasks of the written rows, written in the same transaction (not lost to a crash) as
+   * batch jobs created at `writtenAt` (domain/scoring-plan.ts SCORE_BATCH_JOB).
+   */
   scoreTasks: ScoreTask[];
+  /** The rows' updated_at (epoch µs). */
+  writtenAt: number;
 }
 
 /** A stored row (either store's JSON representation) as an insertable row with JSON as text. */
@@ -648,15 +653,15 @@ export class Planner {
           if (row.created_at > m.last_seen) m.last_seen = row.created_at;
         }
       }
+      if (e.old) {
+        row.updated_at = this.ctx.now;
+        updates.push(row);
+      } else inserts.push(row);
       const scoring = this.ctx.scoring?.(row.run_id);
       if (scoring) {
         if (applyInlineScores(row, scoring.scorers, scoring.segments)) e.meta = undefined;
         scoreTasks.push(...llmTasksOf(row, scoring));
       }
-      if (e.old) {
-        row.updated_at = this.ctx.now;
-        updates.push(row);
-      } else inserts.push(row);
       const meta = e.meta ?? {
         metrics: parse<Record<string, number>>(row.metrics, {}),
         user: parse<Record<string, Scalar>>(row.user_metadata, {}),
@@ -683,6 +688,7 @@ export class Planner {
       models: [...models.values()],
       userSession: this.userSession,
       scoreTasks,
+      writtenAt: this.ctx.now,
     };
   }
 

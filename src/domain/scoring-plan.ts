@@ -195,3 +195,56 @@ export function pendingResultOf(t: ScoreTask, projectId: string) {
     cost: null,
   };
 }
+
+/**
+ * Ingestion writes a write's LLM score tasks as one job of this kind per run (a batch): a row per
+ * request, not two per task, so that judging costs ingestion little. The queue expands a batch into
+ * its `score` jobs and pending results only when it has nothing else to run (services/score-worker.ts):
+ * judges are far slower than ingestion, and a backlog waits as batches. Until then a task reads as
+ * pending from its batch, found by the write's time (the batch's created_at is its records'
+ * updated_at).
+ */
+export const SCORE_BATCH_JOB = 'score_batch';
+
+/** A batch's payload: its tasks, grouped by scorer version (the record ids of each). */
+export interface ScoreBatch {
+  groups: { scorer_id: string; version_id: string; record_ids: string[] }[];
+}
+
+/** The batch jobs of a write's tasks: one per run. */
+export function scoreBatchesOf(tasks: ScoreTask[], projectId: string, newKey: () => string) {
+  const byRun = new Map<string, Map<string, ScoreBatch['groups'][number]>>();
+  for (const t of tasks) {
+    const groups = byRun.get(t.runId) ?? new Map<string, ScoreBatch['groups'][number]>();
+    byRun.set(t.runId, groups);
+    const g = groups.get(t.versionId) ?? { scorer_id: t.scorerId, version_id: t.versionId, record_ids: [] };
+    groups.set(t.versionId, g);
+    g.record_ids.push(t.recordId);
+  }
+  return [...byRun].map(([runId, groups]) => ({
+    kind: SCORE_BATCH_JOB,
+    key: newKey(),
+    projectId,
+    runId,
+    payload: { groups: [...groups.values()] } satisfies ScoreBatch,
+    maxAttempts: SCORE_ATTEMPTS,
+  }));
+}
+
+/** A batch's tasks as (record id, scorer id) pairs. */
+export function batchPairs(payload: ScoreBatch): [string, string][] {
+  return payload.groups.flatMap((g) => g.record_ids.map((id): [string, string] => [id, g.scorer_id]));
+}
+
+/** The tasks of a batch job of `runId`. */
+export function tasksOfBatch(payload: ScoreBatch, runId: string, reason: string): ScoreTask[] {
+  return payload.groups.flatMap((g) =>
+    g.record_ids.map((recordId) => ({
+      recordId,
+      scorerId: g.scorer_id,
+      versionId: g.version_id,
+      runId,
+      reason,
+    })),
+  );
+}

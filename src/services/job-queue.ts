@@ -11,6 +11,10 @@
  *   budget, not ready yet).
  * While a handler runs, its lease is renewed every third of its length; a job whose lease was lost
  * gets an aborted signal and its answer is dropped (another worker has it).
+ *
+ * A kind registered `whenIdle` is claimed only when no job of the other kinds is due, one at a time:
+ * work that makes more work (a batch of score tasks expanded into its tasks) waits until the work
+ * it would add to is done.
  */
 import { randomUUID } from 'node:crypto';
 import type { Job, JobsRepo, NewJob } from '../store/jobs.ts';
@@ -46,6 +50,7 @@ export class JobQueue {
   /** This worker's id, the owner of its leases. */
   readonly owner = randomUUID();
   private readonly handlers = new Map<string, JobHandler>();
+  private readonly idleKinds = new Set<string>();
   private readonly running = new Map<string, { job: Job; abort: AbortController }>();
   private timer: NodeJS.Timeout | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
@@ -63,9 +68,10 @@ export class JobQueue {
   ) {}
 
   /** Registers the handler of a kind (once per kind). */
-  handle(kind: string, handler: JobHandler): void {
+  handle(kind: string, handler: JobHandler, opts: { whenIdle?: boolean } = {}): void {
     if (this.handlers.has(kind)) throw new Error(`a handler for ${kind} is registered already`);
     this.handlers.set(kind, handler);
+    if (opts.whenIdle) this.idleKinds.add(kind);
   }
 
   /** Adds jobs (idempotent by kind and key; `reset` re-runs finished ones) and wakes the worker. */
@@ -116,9 +122,14 @@ export class JobQueue {
         if (free <= 0 || this.stopped) break;
         let jobs: Job[] = [];
         try {
-          jobs = await this.repo.claim(this.owner, [...this.handlers.keys()], free, this.opts.leaseMs, {
-            skipRuns: await this.pausedRuns(),
-          });
+          const skipRuns = await this.pausedRuns();
+          const kinds = [...this.handlers.keys()];
+          const busy = kinds.filter((k) => !this.idleKinds.has(k));
+          jobs = await this.repo.claim(this.owner, busy, free, this.opts.leaseMs, { skipRuns });
+          if (jobs.length < free && this.idleKinds.size && !this.runningIdle())
+            jobs.push(
+              ...(await this.repo.claim(this.owner, [...this.idleKinds], 1, this.opts.leaseMs, { skipRuns })),
+            );
         } catch (err) {
           this.events.error?.(err);
         }
@@ -130,6 +141,11 @@ export class JobQueue {
       if (!this.stopped) this.schedule(this.opts.pollMs);
     });
     return this.claiming;
+  }
+
+  private runningIdle(): boolean {
+    for (const { job } of this.running.values()) if (this.idleKinds.has(job.kind)) return true;
+    return false;
   }
 
   private run(job: Job) {

@@ -1,6 +1,7 @@
 /**
  * The score tasks of the job queue (kind `score`, one per record and scorer version, so each pair is
- * scored once however many processes share the database): an LLM judge's verdict written into the
+ * scored once however many processes share the database; ingestion writes them in batches, kind
+ * `score_batch`, expanded here when the queue is idle): an LLM judge's verdict written into the
  * record's metrics under the scorer's name, its state, explanation, votes, cost and model into
  * `score_results` (read back as `metric_info`).
  *
@@ -15,7 +16,7 @@
 import { nowUs } from '../domain/time.ts';
 import { JudgeTemplateError } from '../domain/judge.ts';
 import { metricValue } from '../domain/judge.ts';
-import { viewOf } from '../domain/scoring-plan.ts';
+import { SCORE_BATCH_JOB, viewOf } from '../domain/scoring-plan.ts';
 import type { ActiveScorer } from '../domain/scorer-types.ts';
 import type { Job } from '../store/jobs.ts';
 import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
@@ -50,6 +51,12 @@ export class ScoreWorker {
     private readonly onError: (err: unknown) => void = () => {},
   ) {
     queue.handle(SCORE_JOB, (job, signal) => this.run(job, signal));
+    // Ingestion's batches of tasks become tasks only when the queue has none due (job-queue.ts).
+    queue.handle(
+      SCORE_BATCH_JOB,
+      async (job) => ({ status: 'done', result: { queued: await this.scoring.expandBatch(job) } }),
+      { whenIdle: true },
+    );
   }
 
   /** Looks for paused runs whose integration was fixed, every `resumeCheckMs`. */

@@ -1,12 +1,14 @@
 /**
  * Online scoring of a run: its scorer settings (the hosted `/runs/{r}/scorer-settings`), the scorers
  * ingestion applies inline (rules, bleu, rouge: services/ingest.ts hands `forProject` to the flow),
- * LLM score tasks put on the job queue after a write commits, each record's `metric_info`, the
- * status per run ("why didn't it run?") and recompute/backfill.
+ * LLM score tasks (written with the records as one batch job, expanded into a job per task when the
+ * queue is idle), each record's `metric_info`, the status per run ("why didn't it run?") and
+ * recompute/backfill.
  *
  * States come from one place: a (record, scorer) the settings skip (filtered or sampled out) is
  * decided again on read from the same deterministic rules, so it needs no row; an LLM task's state
- * and result live in `score_results`; an inline score is the value in the record's metrics.
+ * and result live in `score_results` once its batch is expanded (pending before, read from the batch);
+ * an inline score is the value in the record's metrics.
  */
 import { rejectUnstorable } from '../domain/text.ts';
 import { valueError } from '../domain/errors.ts';
@@ -15,15 +17,19 @@ import { encodeIo } from '../domain/records.ts';
 import type { ActiveScorer, RunScoring, SegmentFilter } from '../domain/scorer-types.ts';
 import {
   SCORE_JOB,
+  type ScoreBatch,
+  type ScoreTask,
   type ScoreView,
   decide,
   llmTasksOf,
   pendingResultOf,
   scoreInline,
   scoreJobOf,
+  tasksOfBatch,
 } from '../domain/scoring-plan.ts';
 import { DAY_US } from '../domain/ingest-plan.ts';
-import { nowUs } from '../domain/time.ts';
+import { nowUs, parseTimestamp } from '../domain/time.ts';
+import type { Job } from '../store/jobs.ts';
 import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
 import type { Caller } from './auth.ts';
 import type { IntegrationsService } from './integrations.ts';
@@ -188,6 +194,19 @@ export class ScoringService {
       const sc = runs.get(row.run_id);
       return sc ? llmTasksOf(row, sc) : [];
     });
+    return this.writeTasks(projectId, tasks, reset);
+  }
+
+  /** A batch job of ingestion's tasks (SCORE_BATCH_JOB) expanded into its tasks. */
+  async expandBatch(job: Job): Promise<number> {
+    const projectId = job.projectId as string;
+    const runId = job.runId as string;
+    const sc = (await this.forProject(projectId)).get(runId);
+    const reason = sc?.pausedReason ? `paused: ${sc.pausedReason}` : 'queued';
+    return this.writeTasks(projectId, tasksOfBatch(job.payload as ScoreBatch, runId, reason), false);
+  }
+
+  private async writeTasks(projectId: string, tasks: ScoreTask[], reset: boolean): Promise<number> {
     const jobs = tasks.map((t) => scoreJobOf(t, projectId));
     const pending = tasks.map((t) => pendingResultOf(t, projectId));
     if (!jobs.length) return 0;
@@ -205,6 +224,7 @@ export class ScoringService {
     const results = new Map<string, ResultRow>();
     for (const r of await this.repo.results(scored.map((r) => r.id)))
       results.set(`${r.record_id}:${r.scorer_id}`, r);
+    await this.addBatched(scored, runs, results);
     for (const rec of scored) {
       const sc = runs.get(rec.run_id) as RunScoring;
       const info: Obj = {};
@@ -216,6 +236,34 @@ export class ScoringService {
       out.set(rec.id, info);
     }
     return out;
+  }
+
+  /** A task still in its batch (not expanded into a `score` job) has no result row: it is queued. */
+  private async addBatched(records: Obj[], runs: Map<string, RunScoring>, results: Map<string, ResultRow>) {
+    const waiting = records.filter((rec) =>
+      (runs.get(rec.run_id) as RunScoring).scorers.some(
+        (s) => s.kind === 'llm' && !results.has(`${rec.id}:${s.id}`),
+      ),
+    );
+    if (!waiting.length) return;
+    const stamps = new Set<number>();
+    for (const rec of waiting) {
+      const at = typeof rec.updated_at === 'string' ? parseTimestamp(rec.updated_at) : null;
+      if (at !== null) stamps.add(at);
+    }
+    const runIds = [...new Set(waiting.map((r) => r.run_id as string))];
+    for (const [recordId, scorerId] of await this.repo.batchedTasks(runIds, [...stamps])) {
+      const key = `${recordId}:${scorerId}`;
+      if (!results.has(key))
+        results.set(key, {
+          record_id: recordId,
+          scorer_id: scorerId,
+          status: 'pending',
+          reason: 'queued',
+          info: {},
+          cost: null,
+        });
+    }
   }
 
   /** Adds `metric_info` to API records (and their nested spans or traces). */
@@ -269,6 +317,14 @@ export class ScoringService {
     const run = await this.runs.resolve(caller, projectId, runId);
     const settings = await this.repo.settings(run.id);
     const counts = await this.repo.resultCounts(run.id);
+    for (const [scorerId, n] of await this.repo.batchedCounts(run.id)) {
+      const reason = settings?.paused_reason ? `paused: ${settings.paused_reason}` : 'queued';
+      const same = counts.find(
+        (c) => c.scorer_id === scorerId && c.status === 'pending' && c.reason === reason,
+      );
+      if (same) same.n += n;
+      else counts.push({ scorer_id: scorerId, status: 'pending', reason, n, cost: 0 });
+    }
     const runs = await this.forProject(run.project_id);
     const active = runs.get(run.id)?.scorers ?? [];
     const scorers = [];

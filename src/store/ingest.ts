@@ -13,8 +13,7 @@ import type pg from 'pg';
 import { newId } from '../domain/ids.ts';
 import type { CatalogueEntry, ModelSeen, Plan, TokenDelta } from '../domain/ingest-plan.ts';
 import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
-import { pendingResultOf, scoreJobOf } from '../domain/scoring-plan.ts';
-import { toJson } from './db.ts';
+import { scoreBatchesOf } from '../domain/scoring-plan.ts';
 import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
@@ -46,53 +45,21 @@ export function ingestStore(store: Store): IngestStore {
   return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store);
 }
 
-/** A day's token usage row as both stores insert it (its columns in the order of their INSERTs). */
 /**
- * A plan's LLM score tasks as rows: a job each (none if the (kind, key) is queued already) and its
- * pending result (a record written again keeps the result it has), both written with the records.
+ * A plan's LLM score tasks as rows: a batch job per run (domain/scoring-plan.ts SCORE_BATCH_JOB),
+ * created at the rows' updated_at so that readers find a task's batch from its record.
  */
 const JOB_COLUMNS = Object.keys(
-  jobRow(scoreJobOf({ recordId: '', scorerId: '', versionId: '', runId: '', reason: '' }, ''), 0),
+  jobRow({ kind: '', key: '', projectId: null, runId: null, payload: null, maxAttempts: 0 }, 0),
 );
-const RESULT_COLUMNS = [
-  'record_id',
-  'scorer_id',
-  'project_id',
-  'run_id',
-  'status',
-  'reason',
-  'info',
-  'cost',
-  'updated_at',
-];
-function scoreTaskValues(plan: Plan, projectId: string, nowMs: number) {
-  const tasks = [...plan.scoreTasks].sort((a, b) =>
-    a.recordId < b.recordId ? -1 : a.recordId > b.recordId ? 1 : a.versionId < b.versionId ? -1 : 1,
-  );
-  return {
-    jobs: tasks.map((t) => Object.values(jobRow(scoreJobOf(t, projectId), nowMs))),
-    results: tasks.map((t) => {
-      const r = pendingResultOf(t, projectId);
-      return [
-        r.record_id,
-        r.scorer_id,
-        r.project_id,
-        r.run_id,
-        r.status,
-        r.reason,
-        toJson(r.info),
-        r.cost,
-        nowMs * 1000,
-      ];
-    }),
-  };
+function scoreBatchValues(plan: Plan, projectId: string): unknown[][] {
+  const at = plan.writtenAt / 1000;
+  return scoreBatchesOf(plan.scoreTasks, projectId, newId).map((j) => Object.values(jobRow(j, at)));
 }
 const JOB_INSERT = `insert into jobs (${JOB_COLUMNS.join(', ')}) values`;
-const JOB_CONFLICT = 'on conflict (kind, key) do nothing';
-const RESULT_INSERT = `insert into score_results (${RESULT_COLUMNS.join(', ')}) values`;
-const RESULT_CONFLICT = 'on conflict (record_id, scorer_id) do nothing';
 const tuple = (n: number) => `(${Array.from({ length: n }, () => '?').join(', ')})`;
 
+/** A day's token usage row as both stores insert it (its columns in the order of their INSERTs). */
 function tokenUsageValues(t: TokenDelta, projectId: string, runId: string, now: number): unknown[] {
   return [
     newId(),
@@ -159,8 +126,7 @@ const SQLITE = {
        order by created_at, id limit ?`,
   // Takes the write lock of the records' database only (see `writeGroup`).
   lockMain: 'update runs set num_traces = num_traces where 0',
-  jobInsert: `${JOB_INSERT} ${tuple(JOB_COLUMNS.length)} ${JOB_CONFLICT}`,
-  resultInsert: `${RESULT_INSERT} ${tuple(RESULT_COLUMNS.length)} ${RESULT_CONFLICT}`,
+  jobInsert: `${JOB_INSERT} ${tuple(JOB_COLUMNS.length)}`,
   catalogueUpsert: `insert into column_catalogue (run_id, column_id, record_type, data_type, first_seen, last_seen)
        values (?, ?, ?, ?, ?, ?)
        on conflict (run_id, column_id, record_type, data_type) do update set
@@ -254,11 +220,8 @@ class SqliteIngest implements IngestStore {
     }
     for (const m of plan.models)
       steps.push([SQLITE.modelUpsert, [runId, m.model, m.first_seen, m.last_seen]]);
-    if (plan.scoreTasks.length) {
-      const { jobs, results } = scoreTaskValues(plan, projectId, Math.floor(now / 1000));
-      for (const j of jobs) steps.push([SQLITE.jobInsert, j]);
-      for (const r of results) steps.push([SQLITE.resultInsert, r]);
-    }
+    if (plan.scoreTasks.length)
+      for (const j of scoreBatchValues(plan, projectId)) steps.push([SQLITE.jobInsert, j]);
     return steps;
   }
 
@@ -488,7 +451,7 @@ class PgIngest implements IngestStore {
     if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
     if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
     if (plan.models.length) await this.upsertModels(client, plan.models, runId);
-    if (plan.scoreTasks.length) await this.insertScoreTasks(client, plan, projectId, Math.floor(now / 1000));
+    if (plan.scoreTasks.length) await this.insertScoreBatches(client, plan, projectId);
     if (plan.newTraces || plan.newSpans) {
       await client.query(
         'update runs set num_traces = num_traces + $1, num_spans = num_spans + $2 where id = $3',
@@ -534,20 +497,12 @@ class PgIngest implements IngestStore {
     );
   }
 
-  private async insertScoreTasks(client: pg.PoolClient, plan: Plan, projectId: string, nowMs: number) {
-    const { jobs, results } = scoreTaskValues(plan, projectId, nowMs);
-    for (const [head, rows, tail] of [
-      [JOB_INSERT, jobs, JOB_CONFLICT],
-      [RESULT_INSERT, results, RESULT_CONFLICT],
-    ] as const) {
-      for (let i = 0; i < rows.length; i += 1000) {
-        const values: unknown[] = [];
-        const tuples = rows
-          .slice(i, i + 1000)
-          .map((row) => `(${row.map((v) => `$${values.push(v)}`).join(', ')})`);
-        await client.query(`${head} ${tuples.join(', ')} ${tail}`, values);
-      }
-    }
+  private async insertScoreBatches(client: pg.PoolClient, plan: Plan, projectId: string) {
+    const values: unknown[] = [];
+    const tuples = scoreBatchValues(plan, projectId).map(
+      (row) => `(${row.map((v) => `$${values.push(v)}`).join(', ')})`,
+    );
+    await client.query(`${JOB_INSERT} ${tuples.join(', ')}`, values);
   }
 
   private async upsertModels(client: pg.PoolClient, list: ModelSeen[], runId: string) {

@@ -3,6 +3,7 @@
  */
 import type { Kysely } from 'kysely';
 import { newId } from '../domain/ids.ts';
+import { SCORE_BATCH_JOB, type ScoreBatch, batchPairs } from '../domain/scoring-plan.ts';
 import { toRow } from '../domain/ingest-plan.ts';
 import type { RecordRow, StoredRecord } from '../domain/records.ts';
 import { parseJson, toJson } from './db.ts';
@@ -329,6 +330,49 @@ export class ScorersRepo {
     return out;
   }
 
+  /**
+   * The tasks (record id, scorer id) of the score batches of `runIds` not yet expanded, among those
+   * written at `stamps` (epoch µs: a batch is created at its records' updated_at).
+   */
+  async batchedTasks(runIds: string[], stamps: number[]): Promise<[string, string][]> {
+    const out: [string, string][] = [];
+    if (!runIds.length) return out;
+    for (let i = 0; i < stamps.length; i += 500) {
+      const rows = await this.openBatches()
+        .where('run_id', 'in', runIds)
+        .where('created_at', 'in', stamps.slice(i, i + 500))
+        .execute();
+      for (const r of rows) out.push(...batchPairs(batchOf(r.payload)));
+    }
+    return out;
+  }
+
+  /**
+   * How many tasks of each scorer wait only in a run's score batches not yet expanded (a task
+   * written twice counts once; one whose result row exists is counted with the results).
+   */
+  async batchedCounts(runId: string): Promise<Map<string, number>> {
+    const pairs = new Map<string, Set<string>>();
+    for (const r of await this.openBatches().where('run_id', '=', runId).execute())
+      for (const [rec, scorer] of batchPairs(batchOf(r.payload))) {
+        const set = pairs.get(rec) ?? new Set<string>();
+        pairs.set(rec, set);
+        set.add(scorer);
+      }
+    for (const r of await this.results([...pairs.keys()])) pairs.get(r.record_id)?.delete(r.scorer_id);
+    const out = new Map<string, number>();
+    for (const set of pairs.values()) for (const scorer of set) out.set(scorer, (out.get(scorer) ?? 0) + 1);
+    return out;
+  }
+
+  private openBatches() {
+    return this.db
+      .selectFrom('jobs')
+      .select('payload')
+      .where('kind', '=', SCORE_BATCH_JOB)
+      .where('status', 'in', ['pending', 'running']);
+  }
+
   /** A run's results counted by scorer, state and reason, with their cost. */
   async resultCounts(runId: string) {
     const rows = await this.db
@@ -356,6 +400,10 @@ export class ScorersRepo {
       .executeTakeFirst();
     return Number(r?.cost ?? 0);
   }
+}
+
+function batchOf(payload: unknown): ScoreBatch {
+  return (parseJson(payload) as ScoreBatch | null) ?? { groups: [] };
 }
 
 function settingsOf(r: any): SettingsRow {

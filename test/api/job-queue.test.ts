@@ -156,6 +156,61 @@ for (const kind of storesUnderTest()) {
       assert.equal(job?.attempts, 1);
     });
 
+    test('a kind registered whenIdle runs only while no other job is due, one at a time', async () => {
+      const { repo } = await setup();
+      const q = new JobQueue(repo, { concurrency: 4, leaseMs: 5000, pollMs: 10, retryBaseMs: 1 });
+      const log: string[] = [];
+      let idleAtOnce = 0;
+      let idleNow = 0;
+      q.handle('test.work', async (job) => {
+        log.push(job.key);
+        await new Promise((r) => setTimeout(r, 5));
+        return { status: 'done' };
+      });
+      // Each batch adds three jobs of test.work when it runs (as a batch of score tasks does).
+      q.handle(
+        'test.batch',
+        async (job) => {
+          idleAtOnce = Math.max(idleAtOnce, ++idleNow);
+          log.push(job.key);
+          await q.enqueue(work(3, 0).map((j) => ({ ...j, key: `${job.key}.${j.key}` })));
+          idleNow--;
+          return { status: 'done' };
+        },
+        { whenIdle: true },
+      );
+      await repo.enqueue(
+        ['b1', 'b2', 'b3'].map((key) => ({
+          kind: 'test.batch',
+          key,
+          projectId: 'p',
+          runId: null,
+          payload: {},
+          maxAttempts: 3,
+        })),
+      );
+      await repo.enqueue(work(6, 0).map((j) => ({ ...j, key: `w${j.key}` })));
+      q.start();
+      await waitFor(async () => (await repo.open(['test.work', 'test.batch'])) === 0, 'the queue to drain');
+      await q.stop();
+      assert.equal(idleAtOnce, 1);
+      // The six jobs due at the start ran before any batch; each batch's jobs before the next batch.
+      assert.equal(log.length, 6 + 3 * 4, log.join(' '));
+      assert.ok(
+        log.slice(0, 6).every((k) => k.startsWith('wk')),
+        log.join(' '),
+      );
+      const rest = log.slice(6);
+      for (let i = 0; i < 3; i++) {
+        const batch = rest[i * 4];
+        assert.match(batch, /^b\d$/, log.join(' '));
+        assert.deepEqual(
+          rest.slice(i * 4 + 1, i * 4 + 4).sort(),
+          ['k0', 'k1', 'k2'].map((k) => `${batch}.${k}`),
+        );
+      }
+    });
+
     test('two processes on one store run every job exactly once', async () => {
       const { repo, store, env } = await setup();
       // Both processes are up before the work arrives, and each holds at most 4 jobs at a time.

@@ -290,6 +290,16 @@ for (const store of storesUnderTest()) {
       const id2 = await logSpan(ls);
       await new Promise((r) => setTimeout(r, 200));
       assert.equal(fake.requests.length, calls);
+      // Its task waits in ingestion's batch (a paused run's batches are not expanded) and reads so.
+      const waiting = await ok('GET', proj(`/spans/${id2}`));
+      assert.equal(waiting.metric_info[j.name].status_type, 'pending');
+      assert.match(waiting.metric_info[j.name].message, /paused: credential/);
+      const both = (await ok('GET', proj(`/runs/${ls}/scorer-settings/status`))).scorers[0].counts;
+      assert.equal(
+        both.filter((c: Json) => c.status === 'pending').reduce((n: number, c: Json) => n + c.count, 0),
+        2,
+        JSON.stringify(both),
+      );
       // The integration is fixed (a new token saved): both are scored.
       await putIntegration('tok-2');
       for (const x of [id, id2]) {

@@ -413,6 +413,29 @@ for (const store of storesUnderTest()) {
       assert.equal(status.spend_today, 0);
       const other = await s.user();
       await fail(404, 'GET', proj(`/runs/${ls}/scorer-settings/status`), undefined, other.key);
+      // Each request wrote one batch job, not a job per task. The queue expanded the first into its
+      // six tasks; their first call paused the run (no integration), and a paused run's batches wait.
+      const db = s.running.services.store.db;
+      const jobs = async (kind: string) =>
+        db
+          .selectFrom('jobs')
+          .select(['status', 'payload'])
+          .where('run_id', '=', ls)
+          .where('kind', '=', kind)
+          .execute();
+      const batches = await jobs('score_batch');
+      assert.equal(batches.length, 2);
+      for (const b of batches) {
+        const payload = typeof b.payload === 'string' ? JSON.parse(b.payload) : b.payload;
+        assert.equal(
+          payload.groups.reduce((n: number, g: Json) => n + g.record_ids.length, 0),
+          6,
+        );
+      }
+      const end = Date.now() + 30_000;
+      while (!(await jobs('score_batch')).some((b) => b.status === 'done') && Date.now() < end)
+        await new Promise((r) => setTimeout(r, 20));
+      assert.equal((await jobs('score')).length, 6);
     });
   });
 }
