@@ -1,6 +1,6 @@
 import { type TSchema, Type } from '@sinclair/typebox';
 import { RULE_KINDS } from '../domain/scorer-rules.ts';
-import { NODE_TYPES, OUTPUT_TYPES, SCORER_TYPES } from '../domain/scorer-types.ts';
+import { OUTPUT_TYPES, SCORER_TYPES } from '../domain/scorer-types.ts';
 import { DateTime, Nullable, Uuid } from './common.ts';
 
 const enumOf = (values: readonly string[]) => Type.Unsafe<string>({ type: 'string', enum: [...values] });

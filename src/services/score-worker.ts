@@ -46,7 +46,7 @@ export class ScoreWorker {
     private readonly scoring: ScoringService,
     private readonly judges: JudgesService,
     private readonly ingest: Pick<IngestService, 'writeScore'>,
-    private readonly queue: JobQueue,
+    queue: JobQueue,
     private readonly opts: ScoreWorkerOptions,
     private readonly onError: (err: unknown) => void = () => {},
   ) {

@@ -293,7 +293,7 @@ export class ScorersService {
     return this.versionOut(v, s);
   }
 
-  async version(caller: Caller, id: string, number?: number) {
+  async version(_caller: Caller, id: string, number?: number) {
     const p = presetById(id);
     if (p) {
       if (number !== undefined && number !== 1) throw notFound('Scorer version');
