@@ -451,13 +451,19 @@ class PgIngest implements IngestStore {
     if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
     if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
     if (plan.models.length) await this.upsertModels(client, plan.models, runId);
-    if (plan.scoreTasks.length) await this.insertScoreBatches(client, plan, projectId);
+    // The score batch goes in with the run's counts, a statement (and a round trip) fewer.
+    const values: unknown[] = [];
+    const batches = plan.scoreTasks.length
+      ? scoreBatchValues(plan, projectId).map((row) => `(${row.map((v) => `$${values.push(v)}`).join(', ')})`)
+      : [];
+    const withBatches = batches.length ? `with score_batches as (${JOB_INSERT} ${batches.join(', ')}) ` : '';
     if (plan.newTraces || plan.newSpans) {
+      const n = values.push(plan.newTraces, plan.newSpans, runId);
       await client.query(
-        'update runs set num_traces = num_traces + $1, num_spans = num_spans + $2 where id = $3',
-        [plan.newTraces, plan.newSpans, runId],
+        `${withBatches}update runs set num_traces = num_traces + $${n - 2}, num_spans = num_spans + $${n - 1} where id = $${n}`,
+        values,
       );
-    }
+    } else if (batches.length) await client.query(`${JOB_INSERT} ${batches.join(', ')}`, values);
     if (plan.userSession) {
       await client.query(
         'update runs set has_user_created_sessions = 1 where id = $1 and has_user_created_sessions = 0',
@@ -495,14 +501,6 @@ class PgIngest implements IngestStore {
          updated_at = excluded.updated_at`,
       values,
     );
-  }
-
-  private async insertScoreBatches(client: pg.PoolClient, plan: Plan, projectId: string) {
-    const values: unknown[] = [];
-    const tuples = scoreBatchValues(plan, projectId).map(
-      (row) => `(${row.map((v) => `$${values.push(v)}`).join(', ')})`,
-    );
-    await client.query(`${JOB_INSERT} ${tuples.join(', ')}`, values);
   }
 
   private async upsertModels(client: pg.PoolClient, list: ModelSeen[], runId: string) {

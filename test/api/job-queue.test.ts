@@ -14,6 +14,15 @@ import { type StoreKind, storesUnderTest } from '../helpers/server.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '..', '..');
 let n = 0;
+/** PostgreSQL schemas made here, dropped when the file's tests end. */
+const schemas: string[] = [];
+after(async () => {
+  if (!schemas.length) return;
+  const client = new pg.Client({ connectionString: process.env.SPANBASE_TEST_DATABASE_URL });
+  await client.connect();
+  for (const schema of schemas) await client.query(`DROP SCHEMA ${schema} CASCADE`);
+  await client.end();
+});
 
 /** A fresh migrated store plus what a worker process needs to open it. */
 async function freshStore(kind: StoreKind): Promise<{ store: Store; env: Record<string, string> }> {
@@ -29,6 +38,7 @@ async function freshStore(kind: StoreKind): Promise<{ store: Store; env: Record<
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query(`CREATE SCHEMA ${schema}`);
+  schemas.push(schema);
   await client.end();
   const store = openPostgres(url, schema);
   await migrate(store);
