@@ -17,7 +17,10 @@ function parse(v: unknown): Record<string, any> {
   return typeof v === 'string' ? JSON.parse(v) : (v as Record<string, any>);
 }
 
-/** The view of a row (as ingestion writes it, or as read back: JSON as text or parsed). */
+/**
+ * The view of a row (as ingestion writes it, or as read back: JSON as text or parsed). Its JSON
+ * parts are parsed when first read: ingestion views every row, and most rules read only the output.
+ */
 export function viewOf(row: {
   id: string;
   type: string;
@@ -29,17 +32,31 @@ export function viewOf(row: {
   duration_ns: number | null;
   metrics: unknown;
 }): ScoreView {
-  const cost = parse(row.metrics).cost;
+  let groundTruth: string | null | undefined;
+  let metadata: Record<string, any> | undefined;
+  let cost: number | null | undefined;
   return {
     id: row.id,
     type: row.type,
     name: row.name,
     input: row.input_text,
     output: row.output_text,
-    groundTruth: parse(row.body).dout ?? null,
-    metadata: parse(row.user_metadata),
+    get groundTruth() {
+      if (groundTruth === undefined) groundTruth = parse(row.body).dout ?? null;
+      return groundTruth as string | null;
+    },
+    get metadata() {
+      if (metadata === undefined) metadata = parse(row.user_metadata);
+      return metadata;
+    },
     durationNs: row.duration_ns === null ? null : Number(row.duration_ns),
-    cost: typeof cost === 'number' ? cost : null,
+    get cost() {
+      if (cost === undefined) {
+        const c = parse(row.metrics).cost;
+        cost = typeof c === 'number' ? c : null;
+      }
+      return cost;
+    },
   };
 }
 
