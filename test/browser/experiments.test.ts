@@ -8,7 +8,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { type ConsoleServer, screenshot, startConsoleServer, openSignedIn } from '../helpers/browser.ts';
+import {
+  type ConsoleServer,
+  assertFitsPhone,
+  screenshot,
+  startConsoleServer,
+  openSignedIn,
+} from '../helpers/browser.ts';
 import { type World, experimentWorld, newExperiment, ok, startJob, waitJob } from '../helpers/experiments.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 import { type TestServer, storesUnderTest } from '../helpers/server.ts';
@@ -78,6 +84,7 @@ for (const store of storesUnderTest()) {
       await page.getByRole('checkbox', { name: 'Select first' }).check();
       await page.getByRole('checkbox', { name: 'Select second' }).check();
       await screenshot(page, 'experiments-list');
+      await assertFitsPhone(page, 'experiments-list');
       await page.getByRole('button', { name: /Compare 2 selected/ }).click();
       await page.getByRole('heading', { name: 'Comparison' }).waitFor();
       const rows = page.locator('table.exp-compare tbody tr');
@@ -111,6 +118,7 @@ for (const store of storesUnderTest()) {
       }
       assert.equal(await rows.count(), 4);
       await screenshot(page, 'experiments-compare');
+      await assertFitsPhone(page, 'experiments-compare');
       await row0.locator('[data-experiment="first"] a').click();
       await page.waitForURL(/\/experiments\/[^/]+\/traces\/[^/]+$/);
       assert.deepEqual(errors, []);

@@ -12,6 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
 import {
   type ConsoleServer,
+  assertFitsPhone,
   screenshot,
   signIn,
   startConsoleServer,
@@ -120,6 +121,7 @@ for (const store of storesUnderTest()) {
       assert.equal(listed.body.scorers[0].default_version.rule.params.flags, 'i');
       await page.evaluate('window.scrollTo(0, 0)');
       await screenshot(page, 'scorers-rule');
+      await assertFitsPhone(page, 'scorers-rule');
 
       // The run's Scoring page, through its tab: enable the rule and the judge, save.
       await page.goto(`${s.url}/projects/${P}/log_streams/${LS}/traces`);
@@ -159,6 +161,7 @@ for (const store of storesUnderTest()) {
       assert.match(await page.locator('[data-status-scorer="mentions_paris"]').innerText(), /rule/);
       await page.evaluate('window.scrollTo(0, 0)');
       await screenshot(page, 'scoring-page');
+      await assertFitsPhone(page, 'scoring-page');
 
       // Re-score: a dry run counts the records and the cost, then the confirmation does it.
       const rescore = page.getByRole('form', { name: 'Re-score existing records' });

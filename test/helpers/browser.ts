@@ -2,6 +2,7 @@
  * Browser tests: a real Spanbase listening on a port (the console built from source when stale),
  * Debian's Chromium driven by playwright-core, and screenshots of what the tests saw.
  */
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -57,6 +58,19 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   const file = path.join(SHOT_DIR, `${name}.png`);
   await page.screenshot({ path: file, fullPage: true });
   return file;
+}
+
+/**
+ * At a phone's width (390 px) the page fits: nothing widens it past the viewport (wide tables scroll
+ * inside their box). Screenshots it as `<name>-narrow`, then puts the viewport back.
+ */
+export async function assertFitsPhone(page: Page, name: string): Promise<void> {
+  const before = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 860 });
+  const width = (await page.evaluate('document.documentElement.scrollWidth')) as number;
+  await screenshot(page, `${name}-narrow`);
+  if (before) await page.setViewportSize(before);
+  assert.ok(width <= 390, `${name} is ${width} px wide at a width of 390 px`);
 }
 
 /** A browser with one page signed in as the console server's admin, its console errors watched. */

@@ -46,7 +46,7 @@ export function Layout() {
       <header className="topbar">
         <Link to="/" className="brand" aria-label="Spanbase projects">
           <span className="brand-mark" aria-hidden="true" />
-          Spanbase
+          <span className="brand-name">Spanbase</span>
         </Link>
         <nav className="topbar-right" aria-label="Account">
           <Link to="/datasets" className="button ghost">

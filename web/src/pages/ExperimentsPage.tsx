@@ -268,7 +268,7 @@ export function ExperimentsPage() {
         {!list.data && !list.error && <Loading what="experiments" />}
         {list.data?.length === 0 && <p className="muted">No experiments yet.</p>}
         {list.data && list.data.length > 0 && (
-          <div className="table-scroll">
+          <div className="table-wrap">
             <table className="table exp-table">
               <thead>
                 <tr>
@@ -413,7 +413,7 @@ export function ExperimentComparePage() {
           <p className="muted small">
             {cmp.data.total_rows} rows; rows whose outputs differ are marked, score deltas highlighted.
           </p>
-          <div className="table-scroll">
+          <div className="table-wrap">
             <table className="table exp-compare">
               <thead>
                 <tr>

@@ -521,28 +521,30 @@ export function ScorersPage() {
       ) : !list.data ? (
         <Loading what="scorers" />
       ) : (
-        <table className="table scorers-table">
-          <thead>
-            <tr>
-              <th>Name</th>
-              <th>Type</th>
-              <th>Output</th>
-              <th>Definition</th>
-              <th>Description</th>
-            </tr>
-          </thead>
-          <tbody>
-            {list.data.scorers.map((s) => (
-              <tr key={s.id} data-scorer={s.name}>
-                <td>{s.name}</td>
-                <td>{s.scorer_type}</td>
-                <td>{s.output_type ?? s.latest_version?.output_type ?? ''}</td>
-                <td className="definition small">{scorerDefinition(s)}</td>
-                <td className="muted">{s.description ?? ''}</td>
+        <div className="scroll-x">
+          <table className="table scorers-table">
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Type</th>
+                <th>Output</th>
+                <th>Definition</th>
+                <th>Description</th>
               </tr>
-            ))}
-          </tbody>
-        </table>
+            </thead>
+            <tbody>
+              {list.data.scorers.map((s) => (
+                <tr key={s.id} data-scorer={s.name}>
+                  <td>{s.name}</td>
+                  <td>{s.scorer_type}</td>
+                  <td>{s.output_type ?? s.latest_version?.output_type ?? ''}</td>
+                  <td className="definition small">{scorerDefinition(s)}</td>
+                  <td className="muted">{s.description ?? ''}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
       )}
       <div className="scorer-editors">
         <RuleEditor onSaved={() => setGen((g) => g + 1)} />

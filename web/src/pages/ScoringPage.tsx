@@ -114,40 +114,44 @@ function SettingsForm({
       <fieldset className="plain" disabled={readOnly}>
         <fieldset>
           <legend>Scorers on this run</legend>
-          <table className="table scorer-choices">
-            <thead>
-              <tr>
-                <th>
-                  <span className="visually-hidden">Enabled</span>
-                </th>
-                <th>Scorer</th>
-                <th>Type</th>
-                <th>Definition</th>
-              </tr>
-            </thead>
-            <tbody>
-              {scorers.map((s) => (
-                <tr key={s.id} data-scorer={s.name}>
-                  <td>
-                    <input
-                      type="checkbox"
-                      id={`scorer-${s.id}`}
-                      checked={enabled.has(s.id)}
-                      onChange={(e) => toggle(s.id, e.currentTarget.checked)}
-                    />
-                  </td>
-                  <td>
-                    <label htmlFor={`scorer-${s.id}`}>{s.name}</label>
-                    {pinned.get(s.id) !== undefined && (
-                      <span className="muted small"> v{pinned.get(s.id)}</span>
-                    )}
-                  </td>
-                  <td className="nowrap">{TYPE_LABEL[s.scorer_type] ?? s.scorer_type}</td>
-                  <td className="muted small definition">{scorerDefinition(s) || s.description || ''}</td>
+          <div className="scroll-x">
+            <table className="table scorer-choices">
+              <thead>
+                <tr>
+                  <th>
+                    <span className="visually-hidden">Enabled</span>
+                  </th>
+                  <th>Scorer</th>
+                  <th>Type</th>
+                  <th className="wide-only">Definition</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {scorers.map((s) => (
+                  <tr key={s.id} data-scorer={s.name}>
+                    <td>
+                      <input
+                        type="checkbox"
+                        id={`scorer-${s.id}`}
+                        checked={enabled.has(s.id)}
+                        onChange={(e) => toggle(s.id, e.currentTarget.checked)}
+                      />
+                    </td>
+                    <td>
+                      <label htmlFor={`scorer-${s.id}`}>{s.name}</label>
+                      {pinned.get(s.id) !== undefined && (
+                        <span className="muted small"> v{pinned.get(s.id)}</span>
+                      )}
+                    </td>
+                    <td className="nowrap">{TYPE_LABEL[s.scorer_type] ?? s.scorer_type}</td>
+                    <td className="muted small definition wide-only">
+                      {scorerDefinition(s) || s.description || ''}
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
           {scorersError && (
             <p className="field-error" role="alert">
               {scorersError}
@@ -263,39 +267,43 @@ function StatusView({ status }: { status: ScoringStatus }) {
       {status.scorers.length === 0 ? (
         <p className="muted">No scorers are enabled on this run.</p>
       ) : (
-        <table className="table status-table">
-          <thead>
-            <tr>
-              <th>Scorer</th>
-              <th>State</th>
-              <th>Reason</th>
-              <th className="num">Records</th>
-            </tr>
-          </thead>
-          {status.scorers.map((s) => (
-            <tbody key={s.id} data-status-scorer={s.name}>
-              {(s.counts.length ? s.counts : [{ status: '', reason: 'nothing yet', count: 0 }]).map(
-                (c, i) => (
-                  <tr key={`${c.status}:${c.reason}`}>
-                    {i === 0 && (
-                      <th scope="rowgroup" rowSpan={Math.max(1, s.counts.length)} className="status-scorer">
-                        {s.name}
-                        <span className="muted small"> {TYPE_LABEL[s.kind] ?? s.kind}</span>
-                      </th>
-                    )}
-                    <td>
-                      {c.status && (
-                        <span className={`state state-${c.status}`}>{STATE_LABEL[c.status] ?? c.status}</span>
+        <div className="scroll-x">
+          <table className="table status-table">
+            <thead>
+              <tr>
+                <th>Scorer</th>
+                <th>State</th>
+                <th>Reason</th>
+                <th className="num">Records</th>
+              </tr>
+            </thead>
+            {status.scorers.map((s) => (
+              <tbody key={s.id} data-status-scorer={s.name}>
+                {(s.counts.length ? s.counts : [{ status: '', reason: 'nothing yet', count: 0 }]).map(
+                  (c, i) => (
+                    <tr key={`${c.status}:${c.reason}`}>
+                      {i === 0 && (
+                        <th scope="rowgroup" rowSpan={Math.max(1, s.counts.length)} className="status-scorer">
+                          {s.name}
+                          <span className="muted small"> {TYPE_LABEL[s.kind] ?? s.kind}</span>
+                        </th>
                       )}
-                    </td>
-                    <td className="reason">{c.reason ?? ''}</td>
-                    <td className="num count">{c.count ? formatCount(c.count) : '—'}</td>
-                  </tr>
-                ),
-              )}
-            </tbody>
-          ))}
-        </table>
+                      <td>
+                        {c.status && (
+                          <span className={`state state-${c.status}`}>
+                            {STATE_LABEL[c.status] ?? c.status}
+                          </span>
+                        )}
+                      </td>
+                      <td className="reason">{c.reason ?? ''}</td>
+                      <td className="num count">{c.count ? formatCount(c.count) : '—'}</td>
+                    </tr>
+                  ),
+                )}
+              </tbody>
+            ))}
+          </table>
+        </div>
       )}
       <p className="field-hint">
         Rule scorers are computed as records arrive, in the record's <code>metrics</code>: they are not
