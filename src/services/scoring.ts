@@ -203,7 +203,14 @@ export class ScoringService {
     const runId = job.runId as string;
     const sc = (await this.forProject(projectId)).get(runId);
     const reason = sc?.pausedReason ? `paused: ${sc.pausedReason}` : 'queued';
-    return this.writeTasks(projectId, tasksOfBatch(job.payload as ScoreBatch, runId, reason), false);
+    const tasks = tasksOfBatch(job.payload as ScoreBatch, runId, reason);
+    // A record deleted since its write leaves no task (nor a result row that outlives it).
+    const live = await this.repo.existing(projectId, [...new Set(tasks.map((t) => t.recordId))]);
+    return this.writeTasks(
+      projectId,
+      tasks.filter((t) => live.has(t.recordId)),
+      false,
+    );
   }
 
   private async writeTasks(projectId: string, tasks: ScoreTask[], reset: boolean): Promise<number> {

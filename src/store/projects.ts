@@ -194,6 +194,9 @@ export class ProjectsRepo {
     try {
       await this.db.transaction().execute(async (tx) => {
         const runIds = tx.selectFrom('runs').select('id').where('project_id', '=', id);
+        // Score results and jobs have no foreign key: by run (their indexes lead with it).
+        await tx.deleteFrom('score_results').where('run_id', 'in', runIds).execute();
+        await tx.deleteFrom('jobs').where('run_id', 'in', runIds).execute();
         await tx.deleteFrom('records').where('run_id', 'in', runIds).execute();
         await tx.deleteFrom('projects').where('id', '=', id).execute();
       });

@@ -317,9 +317,13 @@ export class RecordDeletes {
     return { roots: roots.length, records: deleted.length };
   }
 
-  /** The annotations, annotation aggregates and queue places of deleted records. */
+  /**
+   * The annotations, annotation aggregates, queue places and score results (a judge's explanation
+   * may quote the record) of deleted records.
+   */
   private *feedback(ids: string[]): Generator<CompiledQuery, void, Row[]> {
     if (!ids.length) return;
+    yield this.db.deleteFrom('score_results').where(this.idIn('score_results.record_id', ids)).compile();
     yield this.db.deleteFrom('annotations').where(this.idIn('annotations.record_id', ids)).compile();
     yield this.db
       .deleteFrom('annotation_aggregates')

@@ -27,9 +27,14 @@ export class RunsRepo {
     return q.executeTakeFirst();
   }
 
-  /** Deletes a run with its records (what refers to the run goes with it by foreign key). */
+  /**
+   * Deletes a run with its records (what refers to the run goes with it by foreign key, and its
+   * score results and jobs, which have none).
+   */
   async delete(id: string): Promise<void> {
     await this.db.transaction().execute(async (tx) => {
+      await tx.deleteFrom('score_results').where('run_id', '=', id).execute();
+      await tx.deleteFrom('jobs').where('run_id', '=', id).execute();
       await tx.deleteFrom('records').where('run_id', '=', id).execute();
       await tx.deleteFrom('runs').where('id', '=', id).execute();
     });

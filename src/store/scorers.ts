@@ -269,6 +269,21 @@ export class ScorersRepo {
     return rows.map((r) => toRow(r as unknown as StoredRecord));
   }
 
+  /** Which of `ids` are records of the project (still: a batch may outlive a deleted record). */
+  async existing(projectId: string, ids: string[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await this.db
+        .selectFrom('records')
+        .select('id')
+        .where('project_id', '=', projectId)
+        .where('id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const r of rows) out.add(r.id);
+    }
+    return out;
+  }
+
   // ---- results -------------------------------------------------------------------------------
 
   /** Results written (replacing the earlier ones, or, with `keep`, only where a pair has none). */

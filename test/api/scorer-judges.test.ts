@@ -16,6 +16,7 @@ import { JobQueue } from '../../src/services/job-queue.ts';
 import { ScoreWorker } from '../../src/services/score-worker.ts';
 import { JobsRepo } from '../../src/store/jobs.ts';
 import { ScorersRepo } from '../../src/store/scorers.ts';
+import { RunsRepo } from '../../src/store/runs.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 
@@ -68,8 +69,11 @@ for (const store of storesUnderTest()) {
         scorer_type: 'llm',
         scoreable_node_types: ['llm'],
       });
-      await ok('POST', `/v2/scorers/${sc.id}/version/llm`, { model_name: 'fake-model', ...version });
-      return { id: sc.id as string, name: sc.name as string };
+      const v = await ok('POST', `/v2/scorers/${sc.id}/version/llm`, {
+        model_name: 'fake-model',
+        ...version,
+      });
+      return { id: sc.id as string, name: sc.name as string, versionId: v.id as string };
     }
 
     async function stream(scorers: { id: string }[]) {
@@ -242,6 +246,42 @@ for (const store of storesUnderTest()) {
       const id2 = await logSpan(ls, 'Paris', { user_metadata: { topic: 'geo' } });
       const ok2 = await settled(id2, [j.name]);
       assert.equal(ok2.metric_info[j.name].status_type, 'success');
+    });
+
+    test("a deleted record's score result goes with it, and a deleted log stream's results and jobs", async () => {
+      const j = await judge('deletes', {
+        output_type: 'boolean',
+        num_judges: 1,
+        chain_poll_template: { template: '{{output}} [[true]]' },
+      });
+      const ls = await stream([j]);
+      const [gone, kept] = [await logSpan(ls, 'Paris gone'), await logSpan(ls, 'Paris kept')];
+      for (const id of [gone, kept]) await settled(id, [j.name]);
+      const db = s.running.services.store.db;
+      const results = async () =>
+        (await db.selectFrom('score_results').select('record_id').where('run_id', '=', ls).execute())
+          .map((r) => r.record_id)
+          .sort();
+      assert.deepEqual(await results(), [gone, kept].sort());
+      // The trace of `gone` (and so its span) is deleted: its result goes, the other stays.
+      const goneTrace = (await ok('GET', proj(`/spans/${gone}`))).trace_id;
+      await ok('POST', proj('/traces/delete'), {
+        log_stream_id: ls,
+        filters: [{ column_id: 'id', operator: 'eq', value: goneTrace, type: 'id' }],
+      });
+      assert.deepEqual(await results(), [kept]);
+      // A batch written for a record deleted before the queue expands it adds no task for it.
+      const scoring = s.running.services.scoring as unknown as {
+        expandBatch(job: object): Promise<number>;
+      };
+      const batch = { groups: [{ scorer_id: j.id, version_id: j.versionId, record_ids: [gone, kept] }] };
+      assert.equal(await scoring.expandBatch({ projectId: P, runId: ls, payload: batch }), 0);
+      assert.deepEqual(await results(), [kept]);
+      // Deleting the log stream (as an import that failed does; no route offers it) takes its
+      // results and jobs.
+      await new RunsRepo(db, s.running.services.store.dialect).delete(ls);
+      assert.deepEqual(await results(), []);
+      assert.equal((await db.selectFrom('jobs').select('id').where('run_id', '=', ls).execute()).length, 0);
     });
 
     test('provider errors are retried, then the score lands', async () => {
