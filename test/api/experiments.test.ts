@@ -228,7 +228,9 @@ for (const store of storesUnderTest()) {
 
     test('cancel stops a job before its next row', async () => {
       const e = await newExperiment(s, w, 'cancelled');
-      fake.delayMs = 80;
+      // Slow enough that the four rows take over a second: a loaded machine's slow cancel still lands
+      // before the last (80 ms failed once under a load average of 4).
+      fake.delayMs = 300;
       try {
         const created = await startJob(s, w, e, { concurrency: 1 });
         const c = await ok(s, 'POST', `/v2/jobs/${created.job_id}/cancel`);
