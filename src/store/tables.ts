@@ -456,7 +456,36 @@ export interface ScoreResultsTable {
   updated_at: number;
 }
 
+/** Dashboard rollups (migration 030, domain/rollups.ts). */
+export interface RollupsTable {
+  run_id: string;
+  dim: string;
+  hour: number;
+  /** The group value as JSON text ('null' for none). */
+  value: string;
+  /** Flat aggregate data (JSON text on SQLite, jsonb on PostgreSQL). */
+  data: unknown;
+}
+
+export interface RollupDirtyTable {
+  run_id: string;
+  hour: number;
+}
+
+export interface RollupOverflowTable {
+  run_id: string;
+  dim: string;
+}
+
+export interface RollupGapsTable {
+  run_id: string;
+}
+
 export interface DB {
+  rollups: RollupsTable;
+  rollup_dirty: RollupDirtyTable;
+  rollup_overflow: RollupOverflowTable;
+  rollup_gaps: RollupGapsTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
   groups: GroupsTable;

@@ -7,6 +7,21 @@ import SQLite from 'better-sqlite3';
 const { file, pragmas } = workerData;
 const db = new SQLite(file, { fileMustExist: true });
 for (const p of pragmas) db.pragma(p);
+// Dashboard rollups' merge (store/rollups.ts rollupMergeText): min for `|lo`, max for `|hi`, sums
+// for the rest.
+db.function('rollup_merge', { deterministic: true }, (a, b) => {
+  const x = JSON.parse(a);
+  const y = JSON.parse(b);
+  for (const k in y) {
+    const v = y[k];
+    const cur = x[k];
+    if (cur === undefined) x[k] = v;
+    else if (k.endsWith('|lo')) x[k] = v < cur ? v : cur;
+    else if (k.endsWith('|hi')) x[k] = v > cur ? v : cur;
+    else x[k] = cur + v;
+  }
+  return JSON.stringify(x);
+});
 
 /** Statements by their SQL text: the ingest path uses a fixed, small set. */
 const statements = new Map();

@@ -26,6 +26,7 @@ import * as signalsRunsAlerts from './028_signals_runs_alerts.ts';
 import * as queueNames from './024_queue_names.ts';
 import * as scorersMore from './026_scorers_more.ts';
 import * as experiments from './029_experiments.ts';
+import * as rollups from './030_rollups.ts';
 import * as signalCostOrder from './031_signal_cost_order.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
@@ -57,5 +58,6 @@ export const migrations: Record<string, Migration> = {
   '024_queue_names': queueNames,
   '026_scorers_more': scorersMore,
   '029_experiments': experiments,
+  '030_rollups': rollups,
   '031_signal_cost_order': signalCostOrder,
 };
