@@ -106,21 +106,17 @@ export function rollupMergeText(a: string, b: string): string {
   return JSON.stringify(mergeData(JSON.parse(a) as RollupData, JSON.parse(b) as RollupData));
 }
 
-/** One record's part of a rollup, and its groups as [dim, value key]. */
-export function recordPart(r: RollupRecord): { data: RollupData; dims: [string, string][] } {
-  const data: RollupData = { n: 1 };
-  const put = (col: string, v: number) => {
-    data[`${col}|c`] = 1;
-    data[`${col}|s`] = v;
-    if (v === 1) data[`${col}|t`] = 1;
-    data[`${col}|lo`] = v;
-    data[`${col}|hi`] = v;
-    data[`${col}|${sketchKey(v)}`] = 1;
-  };
+/** A record's metric values (column, value, sketch key) and its groups as [dim, value key]. */
+export function recordFacts(r: RollupRecord): {
+  parts: [string, number, string][];
+  dims: [string, string][];
+} {
+  const parts: [string, number, string][] = [];
   for (const col of SCALAR_METRICS) {
     const v = r[col];
     if (v === null || v === undefined) continue;
-    put(col, Number(v));
+    const x = Number(v);
+    parts.push([col, x, sketchKey(x)]);
   }
   const dims: [string, string][] = [
     ['', 'null'],
@@ -130,15 +126,64 @@ export function recordPart(r: RollupRecord): { data: RollupData; dims: [string, 
   ];
   const metrics = parsed(r.metrics);
   if (metrics)
-    for (const [k, v] of Object.entries(metrics)) {
+    for (const k in metrics) {
+      const v = metrics[k];
       if (typeof v !== 'number' || !Number.isFinite(v)) continue;
-      put(`m:${k}`, v);
+      parts.push([`m:${k}`, v, sketchKey(v)]);
       dims.push([`m:${k}`, valueKey(v)]);
     }
   const user = parsed(r.user_metadata);
   if (user)
-    for (const [k, v] of Object.entries(user)) if (typeof v === 'string') dims.push([`u:${k}`, valueKey(v)]);
+    for (const k in user) {
+      const v = user[k];
+      if (typeof v === 'string') dims.push([`u:${k}`, valueKey(v)]);
+    }
+  return { parts, dims };
+}
+
+/** One record's part of a rollup, and its groups as [dim, value key]. */
+export function recordPart(r: RollupRecord): { data: RollupData; dims: [string, string][] } {
+  const { parts, dims } = recordFacts(r);
+  const data: RollupData = { n: 1 };
+  for (const [col, v, bin] of parts) {
+    data[`${col}|c`] = 1;
+    data[`${col}|s`] = v;
+    if (v === 1) data[`${col}|t`] = 1;
+    data[`${col}|lo`] = v;
+    data[`${col}|hi`] = v;
+    data[`${col}|${bin}`] = 1;
+  }
   return { data, dims };
+}
+
+/** A metric column's running aggregates in a batch. */
+interface ColAcc {
+  c: number;
+  s: number;
+  t: number;
+  lo: number;
+  hi: number;
+  bins: Map<string, number>;
+}
+
+/** One key's running aggregates in a batch (numbers, not the flat data: cheaper per record). */
+interface KeyAcc {
+  delta: Omit<RollupDelta, 'data'>;
+  n: number;
+  cols: Map<string, ColAcc>;
+}
+
+function flatData(k: KeyAcc): RollupData {
+  const data: RollupData = { n: k.n };
+  for (const [col, a] of k.cols) {
+    data[`${col}|c`] = a.c;
+    data[`${col}|s`] = a.s;
+    if (a.t !== 0) data[`${col}|t`] = a.t;
+    if (a.lo !== Number.POSITIVE_INFINITY) data[`${col}|lo`] = a.lo;
+    if (a.hi !== Number.NEGATIVE_INFINITY) data[`${col}|hi`] = a.hi;
+    for (const [bin, c] of a.bins) if (c !== 0) data[`${col}|${bin}`] = c;
+  }
+  return data;
 }
 
 /**
@@ -205,7 +250,7 @@ export interface RollupDelta {
 
 /** A batch's rollup changes, merged per (log stream, hour, dim, value): one upsert each. */
 export class RollupBatch {
-  private readonly deltas = new Map<string, RollupDelta>();
+  private readonly deltas = new Map<string, KeyAcc>();
   readonly dirty = new Set<string>();
   readonly overflows = new Set<string>();
 
@@ -218,14 +263,39 @@ export class RollupBatch {
   /** Adds (sign 1) or takes off (sign -1) a record's part. */
   add(runId: string, r: RollupRecord, sign = 1): void {
     const hour = hourOf(Number(r.created_at));
-    const { data, dims } = recordPart(r);
+    const { parts, dims } = recordFacts(r);
     for (const [dim, value] of dims) {
       if (this.dims && !this.dims.admit(runId, dim, value, (d) => this.overflows.add(`${runId}\u0000${d}`)))
         continue;
       const key = `${runId}\u0000${hour}\u0000${dim}\u0000${value}`;
-      const d = this.deltas.get(key);
-      if (d) mergeData(d.data, data, sign);
-      else this.deltas.set(key, { run_id: runId, hour, dim, value, data: mergeData({}, data, sign) });
+      let k = this.deltas.get(key);
+      if (!k) {
+        k = { delta: { run_id: runId, hour, dim, value }, n: 0, cols: new Map() };
+        this.deltas.set(key, k);
+      }
+      k.n += sign;
+      for (const [col, v, bin] of parts) {
+        let a = k.cols.get(col);
+        if (!a) {
+          a = {
+            c: 0,
+            s: 0,
+            t: 0,
+            lo: Number.POSITIVE_INFINITY,
+            hi: Number.NEGATIVE_INFINITY,
+            bins: new Map(),
+          };
+          k.cols.set(col, a);
+        }
+        a.c += sign;
+        a.s += sign * v;
+        if (v === 1) a.t += sign;
+        if (sign > 0) {
+          if (v < a.lo) a.lo = v;
+          if (v > a.hi) a.hi = v;
+        }
+        a.bins.set(bin, (a.bins.get(bin) ?? 0) + sign);
+      }
     }
   }
 
@@ -241,7 +311,9 @@ export class RollupBatch {
 
   /** The deltas, sorted by key (PostgreSQL locks rows in this order). */
   list(): RollupDelta[] {
-    return [...this.deltas.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([, d]) => d);
+    return [...this.deltas.entries()]
+      .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+      .map(([, k]) => ({ ...k.delta, data: flatData(k) }));
   }
 
   dirtyHours(): { run_id: string; hour: number }[] {
@@ -300,7 +372,7 @@ function sketchOf(data: RollupData, col: string): Sketch {
   for (const k in data) {
     if (!k.startsWith(prefix)) continue;
     const rest = k.slice(prefix.length);
-    if (rest === 'z' || /^[pq]-?\d+$/.test(rest)) addAt(s, rest, data[k]);
+    if (rest === 'z' || rest[0] === 'p' || rest[0] === 'q') addAt(s, rest, data[k]);
   }
   return s;
 }
@@ -340,6 +412,34 @@ function cellOf(
   return row;
 }
 
+/**
+ * The part of rollup data that cells (or, for `totals`, the whole-range percentiles and group counts)
+ * need: `n`, and per metric column its aggregates and, when percentiles are wanted, its bins.
+ */
+function keyFilter(metrics: RollupMetric[], totals: boolean): (d: RollupData) => RollupData {
+  const want = new Map<string, boolean>();
+  for (const m of metrics) {
+    if (m.col === '#n') continue;
+    const bins = (totals ? m.totalPercentiles : m.percentiles).size > 0;
+    if (totals && !bins) continue;
+    want.set(m.col, (want.get(m.col) ?? false) || bins);
+  }
+  return (d) => {
+    const out: RollupData = { n: d.n ?? 0 };
+    if (want.size === 0) return out;
+    for (const k in d) {
+      const at = k.lastIndexOf('|');
+      if (at < 0) continue;
+      const bins = want.get(k.slice(0, at));
+      if (bins === undefined) continue;
+      const stat = k.slice(at + 1);
+      const isBin = stat === 'z' || stat[0] === 'p' || stat[0] === 'q';
+      if (isBin ? bins : !totals) out[k] = d[k];
+    }
+    return out;
+  };
+}
+
 export interface RollupAnswer {
   /** Per (bucket, group value key): cells; per group: whole-range totals (percentiles). */
   counts: Map<unknown, number>;
@@ -360,19 +460,24 @@ export function rollupCells(
   const byCell = new Map<string, Acc>();
   const byGroup = new Map<string, Acc>();
   const bucketOf = (at: number) => Math.floor((at - q.firstUs) / q.sizeUs);
+  // Only the keys the metrics need (a row holds every metric's aggregates and sketch bins); the
+  // group totals need the counts, and the bins of whole-range percentiles.
+  const cellKeys = keyFilter(q.metrics, false);
+  const totalKeys = keyFilter(q.metrics, true);
   const add = (bucket: number, value: string, data: RollupData, noMinMax: boolean) => {
     if (bucket < 0 || bucket >= q.buckets) return;
-    accumulate(byCell, `${bucket}\u0000${value}`, data, noMinMax);
-    accumulate(byGroup, value, data, noMinMax);
+    accumulate(byCell, `${bucket}\u0000${value}`, cellKeys(data), noMinMax);
+    accumulate(byGroup, value, totalKeys(data), noMinMax);
   };
   const subtractive = q.dim.startsWith('u:') || q.dim.startsWith('m:');
   const rest = new Map<number, RollupData>();
+  const restKeys = (d: RollupData) => Object.assign(cellKeys(d), totalKeys(d));
   for (const r of rows) {
     if (r.dim === q.dim) {
       add(bucketOf(r.hour), r.value, r.data, false);
-      if (subtractive) mergeData(rest.get(r.hour) ?? rest.set(r.hour, {}).get(r.hour)!, r.data, -1);
+      if (subtractive) mergeData(rest.get(r.hour) ?? rest.set(r.hour, {}).get(r.hour)!, restKeys(r.data), -1);
     } else if (subtractive && r.dim === '') {
-      mergeData(rest.get(r.hour) ?? rest.set(r.hour, {}).get(r.hour)!, r.data);
+      mergeData(rest.get(r.hour) ?? rest.set(r.hour, {}).get(r.hour)!, restKeys(r.data));
     }
   }
   for (const [hour, data] of rest) if ((data.n ?? 0) !== 0) add(bucketOf(hour), 'null', data, true);
