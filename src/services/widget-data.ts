@@ -195,18 +195,7 @@ export class WidgetDataService {
       });
     }
     const withNone = dim.startsWith('u:') || dim.startsWith('m:');
-    const want = new Map<string, boolean>();
-    for (const m of metrics)
-      if (m.col !== '#n')
-        want.set(m.col, (want.get(m.col) ?? false) || m.percentiles.size > 0 || m.totalPercentiles.size > 0);
-    const read = await this.rollups.read(
-      q.runId,
-      dim,
-      withNone,
-      q.startUs,
-      q.endUs,
-      [...want].map(([col, bins]) => ({ col, bins })),
-    );
+    const read = await this.rollups.read(q.runId, dim, withNone, q.startUs, q.endUs);
     if ('reason' in read) {
       if ('pending' in read && read.pending === 'recompute') this.recomputeDirty(q.runId);
       if ('pending' in read && read.pending === 'rebuild') this.rebuild(q.runId);

@@ -97,8 +97,6 @@ export class RollupsRepo {
     withNone: boolean,
     startUs: number,
     endUs: number,
-    /** The metric columns to read, and whether with their sketch bins. */
-    want: { col: string; bins: boolean }[],
   ): Promise<RollupRead> {
     const body = async (trx: Kysely<DB>): Promise<RollupRead> => {
       const gap = await trx
@@ -142,24 +140,9 @@ export class RollupsRepo {
       const dirtySet = new Set(dirty);
       const rows: RollupDelta[] = [];
       if (fullEnd > fullStart) {
-        // Only the keys the widgets need, picked in SQL: a row holds every metric's aggregates and
-        // sketch bins, most of which a dashboard does not read.
-        const conds = [sql`key = 'n'`];
-        for (const w of want) {
-          if (w.bins) conds.push(sql`substr(key, 1, ${w.col.length + 1}) = ${`${w.col}|`}`);
-          else
-            conds.push(
-              sql`key in (${sql.join(['c', 's', 't', 'lo', 'hi'].map((k) => sql`${`${w.col}|${k}`}`))})`,
-            );
-        }
-        const where = sql.join(conds, sql` or `);
-        const narrowed =
-          this.store.dialect === 'postgres'
-            ? sql`(select coalesce(jsonb_object_agg(key, value), '{}'::jsonb) from jsonb_each(rollups.data) where ${where})`
-            : sql`(select json_group_object(key, value) from json_each(rollups.data) where ${where})`;
         const stored = await trx
           .selectFrom('rollups')
-          .select(['dim', 'hour', 'value', narrowed.as('data')])
+          .select(['dim', 'hour', 'value', 'data'])
           .where('run_id', '=', runId)
           .where('dim', 'in', dims)
           .where('hour', '>=', fullStart)
