@@ -1,7 +1,7 @@
 /**
  * A DDSketch (Masson, Rim, Lee, VLDB 2019) with 1% relative accuracy, kept as plain bin counts so
- * that two sketches merge by adding counts, in JavaScript or in SQL (store/rollups.ts keeps them in
- * the rollups' flat data; see domain/rollups.ts).
+ * that two sketches merge by adding counts, in JavaScript or in the store (store/rollups.ts keeps
+ * them per rollup row, see domain/rollups.ts).
  *
  * A positive value v falls in bin i = ceil(log_γ v) with γ = (1 + α) / (1 − α), the bin covering
  * (γ^(i−1), γ^i]; the bin answers 2γ^i / (γ + 1), within α of every value in it. Negative values are
@@ -9,9 +9,14 @@
  * A quantile picks the value at the rank the exact computation picks (domain/dashboards.ts
  * percentileIndex, the "lower" method), so the answer is within 1% of the exact percentile.
  *
+ * Each bin has one integer code (binCode): 0 for zero, even for positive values and odd for
+ * negative ones. A sketch is stored as its (code, count) pairs in ascending code order: on SQLite
+ * as a blob of little-endian int32 pairs (encodeBins), on PostgreSQL as an int4[] of the same pairs;
+ * two stored sketches merge in one pass (mergeBins; PostgreSQL's rollup_bins_merge, migration 030).
+ *
  * Written here rather than taken from @datadog/sketches-js: that library keeps bins in its own
- * stores and serializes them as protobuf, while the rollups need bins that SQL can add (one key per
- * bin in a JSON object). The mapping is the library's logarithmic one.
+ * stores and serializes them as protobuf, while the rollups need bins the store can add. The
+ * mapping is the library's logarithmic one.
  */
 import { percentileIndex } from './dashboards.ts';
 
@@ -20,6 +25,8 @@ const GAMMA = (1 + RELATIVE_ACCURACY) / (1 - RELATIVE_ACCURACY);
 const LOG_GAMMA = Math.log(GAMMA);
 /** Magnitudes below this count as zero (far below any duration, token count, cost or score). */
 export const MIN_VALUE = 1e-9;
+/** Bin indexes run from about −1,040 (MIN_VALUE) to 35,900 (the largest double): offset to positive. */
+const BIN_OFFSET = 50_000;
 
 /** The bin of a magnitude at least MIN_VALUE. */
 export function binOf(magnitude: number): number {
@@ -31,43 +38,104 @@ export function binValue(bin: number): number {
   return (2 * GAMMA ** bin) / (GAMMA + 1);
 }
 
-/** Where a value goes: 'z' (zero), `p<bin>` (positive) or `q<bin>` (negative). */
-export function sketchKey(v: number): string {
+/** A value's bin code: 0 for zero, 2(i + offset) for positive values, 2(i + offset) + 1 for negative. */
+export function binCode(v: number): number {
   const m = Math.abs(v);
-  if (m < MIN_VALUE) return 'z';
-  return `${v > 0 ? 'p' : 'q'}${binOf(m)}`;
+  if (!(m >= MIN_VALUE)) return 0;
+  return 2 * (binOf(m) + BIN_OFFSET) + (v < 0 ? 1 : 0);
 }
 
-/** Bin counts of one sketch: zero count, positive and negative bins. */
-export interface Sketch {
-  zero: number;
-  pos: Map<number, number>;
-  neg: Map<number, number>;
+/** The value a bin code answers. */
+export function codeValue(code: number): number {
+  if (code === 0) return 0;
+  const v = binValue((code >> 1) - BIN_OFFSET);
+  return code & 1 ? -v : v;
 }
 
-export const emptySketch = (): Sketch => ({ zero: 0, pos: new Map(), neg: new Map() });
+/** Bin counts by code. */
+export type Sketch = Map<number, number>;
 
-/** Adds `count` at a sketch key (as sketchKey makes them). */
-export function addAt(s: Sketch, key: string, count: number): void {
-  if (key === 'z') {
-    s.zero += count;
-    return;
-  }
-  const bins = key[0] === 'p' ? s.pos : s.neg;
-  const bin = Number(key.slice(1));
-  bins.set(bin, (bins.get(bin) ?? 0) + count);
+export const emptySketch = (): Sketch => new Map();
+
+export function addCode(s: Sketch, code: number, count: number): void {
+  s.set(code, (s.get(code) ?? 0) + count);
 }
 
 export function addValue(s: Sketch, v: number): void {
-  addAt(s, sketchKey(v), 1);
+  addCode(s, binCode(v), 1);
+}
+
+/** Adds stored pairs (code, count, code, count, ...) to a sketch, `sign` −1 takes them off. */
+export function addPairs(s: Sketch, pairs: ArrayLike<number>, sign = 1): void {
+  for (let i = 0; i + 1 < pairs.length; i += 2) addCode(s, pairs[i], sign * pairs[i + 1]);
 }
 
 /** How many values a sketch holds. */
 export function sketchCount(s: Sketch): number {
-  let n = s.zero;
-  for (const c of s.pos.values()) n += c;
-  for (const c of s.neg.values()) n += c;
+  let n = 0;
+  for (const c of s.values()) n += c;
   return n;
+}
+
+/** A sketch's non-zero bins as pairs in ascending code order. */
+export function sketchPairs(s: Sketch): number[] {
+  const codes = [...s.keys()].filter((k) => s.get(k) !== 0).sort((a, b) => a - b);
+  const out: number[] = [];
+  for (const k of codes) out.push(k, s.get(k) as number);
+  return out;
+}
+
+/** Pairs as SQLite stores them: little-endian int32s. */
+export function encodeBins(pairs: readonly number[]): Buffer {
+  const b = Buffer.allocUnsafe(pairs.length * 4);
+  for (let i = 0; i < pairs.length; i++) b.writeInt32LE(pairs[i], i * 4);
+  return b;
+}
+
+/** Stored bins (a SQLite blob, a PostgreSQL int4[], or null) as pairs. */
+export function decodeBins(v: unknown): ArrayLike<number> {
+  if (v === null || v === undefined) return [];
+  if (Array.isArray(v)) return v as number[];
+  const u = v as Uint8Array;
+  return new Int32Array(u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength));
+}
+
+/**
+ * Two stored sketches' pairs merged (codes ascending, counts added, zero counts dropped): the SQLite
+ * writer's rollup_bins_merge (store/writer-thread.js has the same over blobs).
+ */
+export function mergeBins(a: ArrayLike<number>, b: ArrayLike<number>): number[] {
+  const out: number[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    let code: number;
+    let count: number;
+    if (j >= b.length || (i < a.length && a[i] < b[j])) {
+      code = a[i];
+      count = a[i + 1];
+      i += 2;
+    } else if (i >= a.length || b[j] < a[i]) {
+      code = b[j];
+      count = b[j + 1];
+      j += 2;
+    } else {
+      code = a[i];
+      count = a[i + 1] + b[j + 1];
+      i += 2;
+      j += 2;
+    }
+    if (count !== 0) out.push(code, count);
+  }
+  return out;
+}
+
+/** Codes in the order of their values: negatives by descending magnitude, zero, positives ascending. */
+function valueOrder(a: number, b: number): number {
+  const sa = a === 0 ? 0 : a & 1 ? -1 : 1;
+  const sb = b === 0 ? 0 : b & 1 ? -1 : 1;
+  if (sa !== sb) return sa - sb;
+  return sa < 0 ? b - a : a - b;
 }
 
 /**
@@ -78,19 +146,12 @@ export function quantile(s: Sketch, percent: number): number | null {
   const n = sketchCount(s);
   if (n <= 0) return null;
   let rank = percentileIndex(n, percent);
-  // Ascending order: negatives by descending magnitude, zeros, positives by ascending magnitude.
-  const neg = [...s.neg].filter(([, c]) => c > 0).sort((a, b) => b[0] - a[0]);
-  for (const [bin, c] of neg) {
-    if (rank < c) return -binValue(bin);
-    rank -= c;
-  }
-  if (rank < s.zero) return 0;
-  rank -= s.zero;
-  const pos = [...s.pos].filter(([, c]) => c > 0).sort((a, b) => a[0] - b[0]);
-  for (const [bin, c] of pos) {
-    if (rank < c) return binValue(bin);
+  const codes = [...s.keys()].filter((k) => (s.get(k) as number) > 0).sort(valueOrder);
+  for (const code of codes) {
+    const c = s.get(code) as number;
+    if (rank < c) return codeValue(code);
     rank -= c;
   }
   // Only when counts went out of step (they do not): the largest value.
-  return pos.length ? binValue(pos[pos.length - 1][0]) : 0;
+  return codes.length ? codeValue(codes[codes.length - 1]) : 0;
 }

@@ -14,11 +14,13 @@ import type { DashboardsRepo } from '../store/dashboards.ts';
 import type { CellRow } from '../domain/cell-columns.ts';
 import type { ColumnDef } from '../query/columns.ts';
 import {
+  COUNT_COL,
   ROLLUP_BUCKET_US,
   type RollupMetric,
   SCALAR_DIMS,
   SCALAR_METRICS,
   rollupCells,
+  valueKey,
 } from '../domain/rollups.ts';
 import { NEVER_NULL } from '../query/columns.ts';
 import type { RollupsRepo } from '../store/rollups.ts';
@@ -194,8 +196,19 @@ export class WidgetDataService {
         totalPercentiles: m.totalPercentiles,
       });
     }
-    const withNone = dim.startsWith('u:') || dim.startsWith('m:');
-    const read = await this.rollups.read(q.runId, dim, withNone, q.startUs, q.endUs);
+    const cols = [...new Set(metrics.map((m) => m.col))];
+    const binCols = [
+      ...new Set(
+        metrics.filter((m) => m.percentiles.size > 0 || m.totalPercentiles.size > 0).map((m) => m.col),
+      ),
+    ];
+    let ranked: { shown: unknown[]; groupCount: number } = { shown: [], groupCount: 0 };
+    const read = await this.rollups.read(q.runId, dim, q.startUs, q.endUs, cols, binCols, (counts) => {
+      const byValue = new Map<unknown, number>();
+      for (const [key, n] of counts) byValue.set(JSON.parse(key), n);
+      ranked = shownGroups(q, byValue, groupLimit);
+      return new Set(ranked.shown.map(valueKey));
+    });
     if ('reason' in read) {
       if ('pending' in read && read.pending === 'recompute') this.recomputeDirty(q.runId);
       if ('pending' in read && read.pending === 'rebuild') this.rebuild(q.runId);
@@ -203,20 +216,20 @@ export class WidgetDataService {
     }
     const answer = rollupCells(
       { firstUs: q.firstUs, sizeUs: q.sizeUs, buckets: q.buckets, dim, metrics },
+      read.shown,
       read.rows,
       read.records,
     );
     if (read.dirty.length) this.recomputeDirty(q.runId);
     if (!answer) return { reason: 'min or max of records without the group_by value: not kept in rollups' };
-    const { shown, groupCount } = shownGroups(q, answer.counts, groupLimit);
-    const wanted = new Set(shown);
-    const pick = (rows: Record<string, unknown>[]) => rows.filter((r) => wanted.has(r.g)) as CellRow[];
     return {
       cells: {
-        shown,
-        groupCount,
-        cells: pick(answer.cells),
-        percentileTotals: q.metrics.some((m) => m.totalPercentiles.size > 0) ? pick(answer.totals) : null,
+        shown: ranked.shown,
+        groupCount: ranked.groupCount,
+        cells: answer.cells as CellRow[],
+        percentileTotals: q.metrics.some((m) => m.totalPercentiles.size > 0)
+          ? (answer.totals as CellRow[])
+          : null,
       },
     };
   }
@@ -274,13 +287,13 @@ export function rollupDim(column: ColumnDef): string | null {
   return null;
 }
 
-/** The rollups' column of a metric ('#n' for the record count), or null when they do not keep it. */
+/** The rollups' column of a metric (COUNT_COL for the record count), or null when they do not keep it. */
 export function rollupColumn(m: MetricSpec): string | null {
   const src = m.column.source;
   if (src.kind === 'scalar') {
     if ((SCALAR_METRICS as readonly string[]).includes(src.column)) return src.column;
     // Count of a column every record has (id, type, name): the record count.
-    if (NEVER_NULL.has(src.column) && m.needs.size === 0 && m.percentiles.size === 0) return '#n';
+    if (NEVER_NULL.has(src.column) && m.needs.size === 0 && m.percentiles.size === 0) return COUNT_COL;
     return null;
   }
   if (src.kind === 'json' && src.column === 'metrics' && m.kind !== 'boolean') return `m:${src.key}`;

@@ -12,7 +12,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
-import { rollupMergeText } from '../domain/rollups.ts';
+import { decodeBins, encodeBins, mergeBins } from '../domain/ddsketch.ts';
 import { foldCase } from '../domain/text.ts';
 import {
   type Checkpointer,
@@ -138,8 +138,9 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   handle.function('spanbase_fold', { deterministic: true }, (v: unknown) =>
     typeof v === 'string' ? foldCase(v) : v,
   );
-  handle.function('rollup_merge', { deterministic: true }, (a: unknown, b: unknown) =>
-    rollupMergeText(String(a), String(b)),
+  // Dashboard rollups' sketch merge (migration 030; the ingest writer has its own, writer-thread.js).
+  handle.function('rollup_bins_merge', { deterministic: true }, (a: unknown, b: unknown) =>
+    encodeBins(mergeBins(decodeBins(a), decodeBins(b))),
   );
   // The checkpoint thread starts once migrated: a migration may take the database out of WAL mode
   // for a moment (002), which another open connection would prevent.

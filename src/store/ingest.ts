@@ -19,13 +19,7 @@ import { toJson } from './db.ts';
 import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
-import {
-  SQLITE_DIRTY,
-  SQLITE_GAP,
-  SQLITE_OVERFLOW,
-  SQLITE_ROLLUP_UPSERT,
-  pgWriteRollups,
-} from './rollups.ts';
+import { SQLITE_GAP, pgWriteRollups, sqliteRollupSteps } from './rollups.ts';
 import { SqliteWriter, type Step } from './sqlite-writer.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
@@ -154,12 +148,6 @@ const SQLITE_ID_CHUNK = 200;
  */
 const GROUP_WAIT_MS = 10;
 const GROUP_MIN_RECORDS = 100;
-
-/** SQLITE_CHUNK rollup upserts in one statement (a batch's keys are distinct). */
-const SQLITE_ROLLUP_CHUNK = SQLITE_ROLLUP_UPSERT.replace(
-  'values (?, ?, ?, ?, ?)',
-  `values ${Array.from({ length: SQLITE_CHUNK }, () => '(?, ?, ?, ?, ?)').join(', ')}`,
-);
 
 const RECORD_TUPLE = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
 const SQLITE = {
@@ -319,20 +307,7 @@ class SqliteIngest implements IngestStore {
     } else {
       const batch = new RollupBatch(this.dims);
       for (const res of results) if (res.plan) addToRollups(batch, res.plan, res.runId);
-      const list = batch.list();
-      let i = 0;
-      for (; i + SQLITE_CHUNK <= list.length; i += SQLITE_CHUNK) {
-        const args: unknown[] = [];
-        for (const d of list.slice(i, i + SQLITE_CHUNK))
-          args.push(d.run_id, d.dim, d.hour, d.value, JSON.stringify(d.data));
-        steps.push([SQLITE_ROLLUP_CHUNK, args]);
-      }
-      for (; i < list.length; i++) {
-        const d = list[i];
-        steps.push([SQLITE_ROLLUP_UPSERT, [d.run_id, d.dim, d.hour, d.value, JSON.stringify(d.data)]]);
-      }
-      for (const d of batch.dirtyHours()) steps.push([SQLITE_DIRTY, [d.run_id, d.hour]]);
-      for (const o of batch.overflowList()) steps.push([SQLITE_OVERFLOW, [o.run_id, o.dim]]);
+      steps.push(...sqliteRollupSteps(batch, SQLITE_CHUNK));
     }
     if (steps.length) this.writer.send(steps);
     return gaps;

@@ -6,6 +6,9 @@ export async function migrate(store: Store): Promise<void> {
   const migrator = new Migrator({
     db: store.db,
     provider: { getMigrations: async () => migrations },
+    // A migration numbered below one already applied (030_rollups came after 031 on main) runs too,
+    // in name order with the others pending; applied ones never run again.
+    allowUnorderedMigrations: true,
     // Kysely looks for its tables in any schema unless told which; with a schema per store (tests,
     // or several deployments in one database) it must look in ours.
     ...(store.pgSchema ? { migrationTableSchema: store.pgSchema } : {}),

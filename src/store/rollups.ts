@@ -1,22 +1,28 @@
 /**
  * Dashboard rollups in the store (migration 030, domain/rollups.ts): ingestion's upserts (one per
- * log stream, hour, dim and value per batch, merged by `rollup_merge`), the dashboard read (stored
- * hours plus the records of the range's partial hours and of dirty hours, in one snapshot), and the
- * recompute of dirty hours and whole log streams from their records.
+ * count row and metric row a batch touches, added in SQL), the dashboard read (counts of a dim, then
+ * the metric rows of the values shown, plus the records of the range's partial hours and of dirty
+ * hours, in one snapshot), and the recompute of dirty hours and whole log streams from their records.
  *
  * On PostgreSQL a recompute takes the log stream's advisory lock and ingestion a shared one before
  * it upserts, so that no batch's delta lands between a recompute's read of the records and its
  * write (a batch still uncommitted when the recompute read adds its delta after it).
  */
 import { type Kysely, sql } from 'kysely';
+import { encodeBins } from '../domain/ddsketch.ts';
 import {
+  ANY_VALUE,
+  COUNT_COL,
+  type CountRow,
   DimValues,
+  type MetricRow,
   ROLLUP_BUCKET_US,
   ROLLUP_RECORD_COLUMNS,
+  type ReadRow,
   RollupBatch,
-  type RollupData,
-  type RollupDelta,
   type RollupRecord,
+  groupCounts,
+  subtractive,
 } from '../domain/rollups.ts';
 import type { Store } from './db.ts';
 import type { DB } from './tables.ts';
@@ -24,23 +30,76 @@ import type { DB } from './tables.ts';
 /** More dirty hours than this in a range: the dashboard scans instead. */
 export const MAX_DIRTY_HOURS = 200;
 
-/** The SQLite upsert of one delta (its data merged by the `rollup_merge` function). */
-export const SQLITE_ROLLUP_UPSERT = `insert into rollups (run_id, dim, hour, value, data) values (?, ?, ?, ?, ?)
-  on conflict (run_id, dim, hour, value) do update set data = rollup_merge(data, excluded.data)`;
+const COUNT_COLUMNS = '(run_id, dim, hour, value, n)';
+const METRIC_COLUMNS = '(run_id, dim, value, col, hour, c, s, t, lo, hi, bins)';
+
+/** SQLite upserts of `rows` count rows / metric rows in one statement (the writer has rollup_bins_merge). */
+export const sqliteCountUpsert = (rows: number) =>
+  `insert into rollup_counts ${COUNT_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, hour, value) do update set n = n + excluded.n`;
+export const sqliteMetricUpsert = (rows: number) =>
+  `insert into rollups ${METRIC_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, value, col, hour) do update set c = c + excluded.c, s = s + excluded.s,
+  t = t + excluded.t, lo = coalesce(min(lo, excluded.lo), lo, excluded.lo),
+  hi = coalesce(max(hi, excluded.hi), hi, excluded.hi), bins = rollup_bins_merge(bins, excluded.bins)`;
 export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, ?) on conflict do nothing';
 export const SQLITE_OVERFLOW =
   'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
 export const SQLITE_GAP = 'insert into rollup_gaps (run_id) values (?) on conflict do nothing';
 
-/** What a dashboard read found: a reason to scan instead, or the rows and records to compute from. */
+/** A count row's statement arguments (both stores). */
+export const countArgs = (r: CountRow): unknown[] => [r.run_id, r.dim, r.hour, r.value, r.n];
+
+/** A metric row's statement arguments: bins as a blob (SQLite) or an array (PostgreSQL). */
+export const metricArgs = (r: MetricRow, pg: boolean): unknown[] => [
+  r.run_id,
+  r.dim,
+  r.value,
+  r.col,
+  r.hour,
+  r.c,
+  r.s,
+  r.t,
+  r.lo,
+  r.hi,
+  pg ? r.bins : encodeBins(r.bins),
+];
+
+/** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
+export function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
+  const steps: [string, unknown[]][] = [];
+  const { counts, metrics } = batch.rows();
+  const add = <R>(rows: R[], sqlOf: (n: number) => string, args: (r: R) => unknown[]) => {
+    for (let i = 0; i < rows.length; i += chunk) {
+      const part = rows.slice(i, i + chunk);
+      steps.push([sqlOf(part.length), part.flatMap(args)]);
+    }
+  };
+  add(counts, sqliteCountUpsert, countArgs);
+  add(metrics, sqliteMetricUpsert, (r) => metricArgs(r, false));
+  for (const d of batch.dirtyHours()) steps.push([SQLITE_DIRTY, [d.run_id, d.hour]]);
+  for (const o of batch.overflowList()) steps.push([SQLITE_OVERFLOW, [o.run_id, o.dim]]);
+  return steps;
+}
+
+/** What a dashboard read found: a reason to scan instead, or what to compute the cells from. */
 export type RollupRead =
   | { reason: string; pending?: 'rebuild' | 'recompute' }
-  | { rows: RollupDelta[]; records: RollupRecord[]; dirty: number[] };
+  | {
+      /** Records per group value key over the range. */
+      counts: Map<string, number>;
+      shown: Set<string>;
+      rows: ReadRow[];
+      records: RollupRecord[];
+      dirty: number[];
+    };
 
 const pgLock = (runId: string, shared: boolean) =>
   shared
     ? sql`select pg_advisory_xact_lock_shared(hashtext(${`rollups:${runId}`}))`
     : sql`select pg_advisory_xact_lock(hashtext(${`rollups:${runId}`}))`;
+
+const PG_CHUNK = 500;
 
 /** PostgreSQL: a batch's rollup writes on the ingest transaction's client. */
 export async function pgWriteRollups(
@@ -51,17 +110,31 @@ export async function pgWriteRollups(
   if (batch.empty) return;
   for (const runId of [...new Set(runIds)].sort())
     await client.query('select pg_advisory_xact_lock_shared(hashtext($1))', [`rollups:${runId}`]);
-  const list = batch.list();
-  for (let i = 0; i < list.length; i += 1000) {
+  const { counts, metrics } = batch.rows();
+  for (let i = 0; i < counts.length; i += PG_CHUNK) {
     const values: unknown[] = [];
-    const tuples = list.slice(i, i + 1000).map((d) => {
-      const b = values.length;
-      values.push(d.run_id, d.dim, d.hour, d.value, JSON.stringify(d.data));
-      return `($${b + 1}, $${b + 2}, $${b + 3}::bigint, $${b + 4}, $${b + 5}::jsonb)`;
+    const tuples = counts.slice(i, i + PG_CHUNK).map((r) => {
+      const b = values.push(...countArgs(r)) - 5;
+      return `($${b + 1}, $${b + 2}, $${b + 3}::bigint, $${b + 4}, $${b + 5}::bigint)`;
     });
     await client.query(
-      `insert into rollups as r (run_id, dim, hour, value, data) values ${tuples.join(', ')}
-       on conflict (run_id, dim, hour, value) do update set data = rollup_merge(r.data, excluded.data)`,
+      `insert into rollup_counts as r ${COUNT_COLUMNS} values ${tuples.join(', ')}
+       on conflict (run_id, dim, hour, value) do update set n = r.n + excluded.n`,
+      values,
+    );
+  }
+  for (let i = 0; i < metrics.length; i += PG_CHUNK) {
+    const values: unknown[] = [];
+    const tuples = metrics.slice(i, i + PG_CHUNK).map((r) => {
+      const b = values.push(...metricArgs(r, true)) - 11;
+      const p = (k: number) => `$${b + k}`;
+      return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}::bigint, ${p(6)}::bigint, ${p(7)}::float8, ${p(8)}::bigint, ${p(9)}::float8, ${p(10)}::float8, ${p(11)}::int4[])`;
+    });
+    await client.query(
+      `insert into rollups as r ${METRIC_COLUMNS} values ${tuples.join(', ')}
+       on conflict (run_id, dim, value, col, hour) do update set c = r.c + excluded.c, s = r.s + excluded.s,
+       t = r.t + excluded.t, lo = least(r.lo, excluded.lo), hi = greatest(r.hi, excluded.hi),
+       bins = rollup_bins_merge(r.bins, excluded.bins)`,
       values,
     );
   }
@@ -77,7 +150,7 @@ export async function pgWriteRollups(
     ]);
 }
 
-const parseData = (v: unknown): RollupData => (typeof v === 'string' ? JSON.parse(v) : (v as RollupData));
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 export class RollupsRepo {
   constructor(private readonly store: Store) {}
@@ -86,17 +159,23 @@ export class RollupsRepo {
     return this.store.db;
   }
 
+  private get pg(): boolean {
+    return this.store.dialect === 'postgres';
+  }
+
   /**
-   * The stored rollups of `dim` (and of '' when `withNone`) over the whole clean hours of
-   * [startUs, endUs), and the records of the rest of the range, in one snapshot; or why the rollups
-   * cannot answer.
+   * In one snapshot: the records per value of `dim` over [startUs, endUs) (stored counts of the clean
+   * whole hours, records of the rest), the groups `pick` shows of them, and the rows of those groups
+   * for the metric columns `cols` (bins only of `binCols`); or why the rollups cannot answer.
    */
   async read(
     runId: string,
     dim: string,
-    withNone: boolean,
     startUs: number,
     endUs: number,
+    cols: readonly string[],
+    binCols: readonly string[],
+    pick: (counts: Map<string, number>) => Set<string>,
   ): Promise<RollupRead> {
     const body = async (trx: Kysely<DB>): Promise<RollupRead> => {
       const gap = await trx
@@ -136,24 +215,8 @@ export class RollupsRepo {
           reason: `${dirty.length} hours of the range changed since their rollups were kept (recompute under way)`,
           pending: 'recompute',
         };
-      const dims = withNone && dim !== '' ? [dim, ''] : [dim];
-      const dirtySet = new Set(dirty);
-      const rows: RollupDelta[] = [];
-      if (fullEnd > fullStart) {
-        const stored = await trx
-          .selectFrom('rollups')
-          .select(['dim', 'hour', 'value', 'data'])
-          .where('run_id', '=', runId)
-          .where('dim', 'in', dims)
-          .where('hour', '>=', fullStart)
-          .where('hour', '<', fullEnd)
-          .execute();
-        for (const r of stored) {
-          const hour = Number(r.hour);
-          if (dirtySet.has(hour)) continue;
-          rows.push({ run_id: runId, dim: r.dim, hour, value: r.value, data: parseData(r.data) });
-        }
-      }
+      const whole = fullEnd > fullStart;
+
       // The rest from the records: the range's ends outside whole hours, and the dirty hours.
       const ranges: [number, number][] = [];
       const push = (lo: number, hi: number) => {
@@ -162,7 +225,7 @@ export class RollupsRepo {
         if (last && last[1] === lo) last[1] = hi;
         else ranges.push([lo, hi]);
       };
-      if (fullEnd > fullStart) {
+      if (whole) {
         push(startUs, fullStart);
         for (const h of dirty) push(h, h + H);
         push(fullEnd, endUs);
@@ -178,9 +241,90 @@ export class RollupsRepo {
           .execute();
         for (const r of got) records.push(r as unknown as RollupRecord);
       }
-      return { rows, records, dirty };
+
+      const stored = new Map<string, number>();
+      let noneTotal = 0;
+      if (whole) {
+        const countsOf = async (d: string) => {
+          let q = trx
+            .selectFrom('rollup_counts')
+            .select(['value', sql<number | string>`sum(n)`.as('n')])
+            .where('run_id', '=', runId)
+            .where('dim', '=', d)
+            .where('hour', '>=', fullStart)
+            .where('hour', '<', fullEnd);
+          if (dirty.length) q = q.where('hour', 'not in', dirty);
+          return q.groupBy('value').execute();
+        };
+        for (const r of await countsOf(dim)) stored.set(r.value, Number(r.n));
+        if (subtractive(dim)) for (const r of await countsOf('')) noneTotal += Number(r.n);
+      }
+      const counts = groupCounts(dim, stored, noneTotal, records);
+      const shown = pick(counts);
+      const rows: ReadRow[] = [];
+      if (whole && shown.size) {
+        const nullBySubtraction = subtractive(dim) && shown.has('null');
+        const values = [...shown].filter((v) => !(nullBySubtraction && v === 'null'));
+        if (nullBySubtraction) values.push(ANY_VALUE);
+        const where = <Q extends { where: (...a: any[]) => Q }>(q: Q): Q => {
+          let out = q
+            .where('run_id', '=', runId)
+            .where((eb: any) =>
+              eb.or([
+                eb.and([eb('dim', '=', dim), eb('value', 'in', values)]),
+                ...(nullBySubtraction ? [eb.and([eb('dim', '=', ''), eb('value', '=', 'null')])] : []),
+              ]),
+            )
+            .where('hour', '>=', fullStart)
+            .where('hour', '<', fullEnd);
+          if (dirty.length) out = out.where('hour', 'not in', dirty);
+          return out;
+        };
+        const countRows = await where(
+          trx.selectFrom('rollup_counts').select(['dim', 'hour', 'value', 'n']) as any,
+        ).execute();
+        for (const r of countRows as { dim: string; hour: unknown; value: string; n: unknown }[])
+          rows.push({
+            dim: r.dim,
+            hour: Number(r.hour),
+            value: r.value,
+            col: COUNT_COL,
+            c: Number(r.n),
+            s: null,
+            t: null,
+            lo: null,
+            hi: null,
+            bins: null,
+          });
+        const metricCols = cols.filter((c) => c !== COUNT_COL);
+        if (metricCols.length) {
+          const bins = binCols.length
+            ? sql<unknown>`case when col in (${sql.join(binCols)}) then bins end`
+            : sql<unknown>`null`;
+          const metricRows = await where(
+            trx
+              .selectFrom('rollups')
+              .select(['dim', 'hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
+              .where('col', 'in', metricCols) as any,
+          ).execute();
+          for (const r of metricRows as Record<string, unknown>[])
+            rows.push({
+              dim: r.dim as string,
+              hour: Number(r.hour),
+              value: r.value as string,
+              col: r.col as string,
+              c: Number(r.c),
+              s: num(r.s),
+              t: num(r.t),
+              lo: num(r.lo),
+              hi: num(r.hi),
+              bins: r.bins,
+            });
+        }
+      }
+      return { counts, shown, rows, records, dirty };
     };
-    if (this.store.dialect === 'postgres')
+    if (this.pg)
       return this.db
         .transaction()
         .setIsolationLevel('repeatable read')
@@ -205,7 +349,7 @@ export class RollupsRepo {
   async recompute(runId: string, hours: readonly number[]): Promise<void> {
     if (!hours.length) return;
     await this.db.transaction().execute(async (trx) => {
-      if (this.store.dialect === 'postgres') await pgLock(runId, false).execute(trx);
+      if (this.pg) await pgLock(runId, false).execute(trx);
       const overflowed = await trx
         .selectFrom('rollup_overflow')
         .select('dim')
@@ -213,11 +357,13 @@ export class RollupsRepo {
         .execute();
       const dims = new DimValues(Number.POSITIVE_INFINITY);
       for (const o of overflowed) dims.overflowed(runId, o.dim);
-      for (const hour of [...hours].sort((a, b) => a - b)) await this.recomputeHour(trx, runId, hour, dims);
+      for (const hour of [...hours].sort((a, b) => a - b)) await this.rewriteHour(trx, runId, hour, dims);
     });
   }
 
-  private async recomputeHour(trx: Kysely<DB>, runId: string, hour: number, dims: DimValues) {
+  /** Replaces an hour's rollups by those of its records; its dirty mark goes. */
+  private async rewriteHour(trx: Kysely<DB>, runId: string, hour: number, dims: DimValues) {
+    await trx.deleteFrom('rollup_counts').where('run_id', '=', runId).where('hour', '=', hour).execute();
     await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
     const records = await trx
       .selectFrom('records')
@@ -228,19 +374,27 @@ export class RollupsRepo {
       .execute();
     const batch = new RollupBatch(dims);
     for (const r of records) batch.add(runId, r as unknown as RollupRecord);
-    const list = batch.list();
-    for (let i = 0; i < list.length; i += 200)
+    const { counts, metrics } = batch.rows();
+    for (let i = 0; i < counts.length; i += 500)
+      await trx
+        .insertInto('rollup_counts')
+        .values(counts.slice(i, i + 500))
+        .execute();
+    for (let i = 0; i < metrics.length; i += 200)
       await trx
         .insertInto('rollups')
         .values(
-          list.slice(i, i + 200).map((d) => ({
-            run_id: d.run_id,
-            dim: d.dim,
-            hour: d.hour,
-            value: d.value,
-            data: JSON.stringify(d.data),
+          metrics.slice(i, i + 200).map((r) => ({
+            ...r,
+            bins: (this.pg ? sql`${r.bins}::int4[]` : encodeBins(r.bins)) as unknown as Buffer,
           })),
         )
+        .execute();
+    for (const o of batch.overflowList())
+      await trx
+        .insertInto('rollup_overflow')
+        .values({ run_id: o.run_id, dim: o.dim })
+        .onConflict((oc) => oc.doNothing())
         .execute();
     await trx.deleteFrom('rollup_dirty').where('run_id', '=', runId).where('hour', '=', hour).execute();
   }
@@ -251,6 +405,7 @@ export class RollupsRepo {
    * came before rollups, and for records written around ingestion (the benchmark's).
    */
   async rebuild(runId: string, hoursPerTransaction = 24): Promise<void> {
+    await this.db.deleteFrom('rollup_counts').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollups').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollup_overflow').where('run_id', '=', runId).execute();
     // A fresh count of every dim's values over the whole log stream decides its overflow.
@@ -258,7 +413,7 @@ export class RollupsRepo {
     let cursor = Number.NEGATIVE_INFINITY;
     for (;;) {
       const done = await this.db.transaction().execute(async (trx) => {
-        if (this.store.dialect === 'postgres') await pgLock(runId, false).execute(trx);
+        if (this.pg) await pgLock(runId, false).execute(trx);
         for (let k = 0; k < hoursPerTransaction; k++) {
           const next = await trx
             .selectFrom('records')
@@ -268,37 +423,7 @@ export class RollupsRepo {
             .executeTakeFirst();
           if (next?.at === null || next?.at === undefined) return true;
           const hour = Math.floor(Number(next.at) / ROLLUP_BUCKET_US) * ROLLUP_BUCKET_US;
-          const batch = new RollupBatch(dims);
-          const records = await trx
-            .selectFrom('records')
-            .select([...ROLLUP_RECORD_COLUMNS])
-            .where('run_id', '=', runId)
-            .where('created_at', '>=', hour)
-            .where('created_at', '<', hour + ROLLUP_BUCKET_US)
-            .execute();
-          for (const r of records) batch.add(runId, r as unknown as RollupRecord);
-          await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
-          const list = batch.list();
-          for (let i = 0; i < list.length; i += 200)
-            await trx
-              .insertInto('rollups')
-              .values(
-                list.slice(i, i + 200).map((d) => ({
-                  run_id: d.run_id,
-                  dim: d.dim,
-                  hour: d.hour,
-                  value: d.value,
-                  data: JSON.stringify(d.data),
-                })),
-              )
-              .execute();
-          for (const o of batch.overflowList())
-            await trx
-              .insertInto('rollup_overflow')
-              .values({ run_id: o.run_id, dim: o.dim })
-              .onConflict((oc) => oc.doNothing())
-              .execute();
-          await trx.deleteFrom('rollup_dirty').where('run_id', '=', runId).where('hour', '=', hour).execute();
+          await this.rewriteHour(trx, runId, hour, dims);
           cursor = hour + ROLLUP_BUCKET_US;
         }
         return false;

@@ -456,15 +456,30 @@ export interface ScoreResultsTable {
   updated_at: number;
 }
 
-/** Dashboard rollups (migration 030, domain/rollups.ts). */
-export interface RollupsTable {
+/** Dashboard rollups' record counts (migration 030, domain/rollups.ts). */
+export interface RollupCountsTable {
   run_id: string;
   dim: string;
   hour: number;
-  /** The group value as JSON text ('null' for none). */
+  /** The group value as JSON text ('null' for none, '*' for every record with a value). */
   value: string;
-  /** Flat aggregate data (JSON text on SQLite, jsonb on PostgreSQL). */
-  data: unknown;
+  n: number;
+}
+
+/** Dashboard rollups' metric aggregates (migration 030, domain/rollups.ts). */
+export interface RollupsTable {
+  run_id: string;
+  dim: string;
+  value: string;
+  col: string;
+  hour: number;
+  c: number;
+  s: number;
+  t: number;
+  lo: number | null;
+  hi: number | null;
+  /** DDSketch code/count pairs: a blob of int32s (SQLite) or int4[] (PostgreSQL). */
+  bins: Buffer | number[] | null;
 }
 
 export interface RollupDirtyTable {
@@ -483,6 +498,7 @@ export interface RollupGapsTable {
 
 export interface DB {
   rollups: RollupsTable;
+  rollup_counts: RollupCountsTable;
   rollup_dirty: RollupDirtyTable;
   rollup_overflow: RollupOverflowTable;
   rollup_gaps: RollupGapsTable;
