@@ -79,9 +79,17 @@ export function sketchCount(s: Sketch): number {
 
 /** A sketch's non-zero bins as pairs in ascending code order. */
 export function sketchPairs(s: Sketch): number[] {
-  const codes = [...s.keys()].filter((k) => s.get(k) !== 0).sort((a, b) => a - b);
-  const out: number[] = [];
-  for (const k of codes) out.push(k, s.get(k) as number);
+  if (s.size === 1) {
+    for (const [k, c] of s) return c === 0 ? [] : [k, c];
+  }
+  const codes: number[] = [];
+  for (const [k, c] of s) if (c !== 0) codes.push(k);
+  codes.sort((a, b) => a - b);
+  const out: number[] = new Array(codes.length * 2);
+  for (let i = 0; i < codes.length; i++) {
+    out[2 * i] = codes[i];
+    out[2 * i + 1] = s.get(codes[i]) as number;
+  }
   return out;
 }
 

@@ -147,13 +147,8 @@ export interface CountRow {
   n: number;
 }
 
-/** A stored metric row: a metric column's aggregates over a (log stream, dim, value, hour). */
-export interface MetricRow {
-  run_id: string;
-  dim: string;
-  value: string;
-  col: string;
-  hour: number;
+/** A metric column's aggregates as stored: `c` values, `s` their sum, `t` those equal to 1, min, max, sketch. */
+export interface Agg {
   c: number;
   s: number;
   t: number;
@@ -162,6 +157,44 @@ export interface MetricRow {
   /** The DDSketch as code/count pairs, codes ascending. */
   bins: number[];
 }
+
+/** A stored metric row of a score or metric key (`m:<key>`) over a (log stream, dim, value, hour). */
+export interface MetricRow extends Agg {
+  run_id: string;
+  dim: string;
+  value: string;
+  col: string;
+  hour: number;
+}
+
+/**
+ * A stored row of the record columns' aggregates over a (log stream, dim, value, hour): one
+ * aggregate per SCALAR_METRICS column (null where no record had it), in one row so that a batch
+ * upserts one row per group rather than one per group and column.
+ */
+export interface ScalarRow {
+  run_id: string;
+  dim: string;
+  value: string;
+  hour: number;
+  cols: (Agg | null)[];
+}
+
+/** The stored columns of a scalar metric's aggregate (migration 030): c_<col>, s_<col>, ... */
+export const scalarColumns = (col: string) =>
+  ({
+    c: `c_${col}`,
+    s: `s_${col}`,
+    t: `t_${col}`,
+    lo: `lo_${col}`,
+    hi: `hi_${col}`,
+    bins: `b_${col}`,
+  }) as const;
+
+const SCALAR_INDEX = new Map<string, number>(SCALAR_METRICS.map((c, i) => [c, i]));
+
+/** Whether a metric column is kept in the scalar rows (a record column) rather than as metric rows. */
+export const isScalarMetric = (col: string) => SCALAR_INDEX.has(col);
 
 /** A metric column's running aggregates. */
 interface ColAcc {
@@ -192,16 +225,6 @@ function addCol(a: ColAcc, b: ColAcc, sign = 1) {
     if (b.hi > a.hi) a.hi = b.hi;
   }
   for (const [code, n] of b.bins) addCode(a.bins, code, sign * n);
-}
-
-/** One key's running aggregates in a batch. */
-interface KeyAcc {
-  run_id: string;
-  hour: number;
-  dim: string;
-  value: string;
-  n: number;
-  cols: Map<string, ColAcc>;
 }
 
 /**
@@ -258,47 +281,191 @@ export class DimValues {
   }
 }
 
+/**
+ * A metric column's running aggregates in a batch: numbers, and its sketch bins as a short list of
+ * (code, count) pairs (most groups see a few values a batch), a map once it grows.
+ */
+class BatchCol {
+  c = 0;
+  s = 0;
+  t = 0;
+  lo = Number.POSITIVE_INFINITY;
+  hi = Number.NEGATIVE_INFINITY;
+  private small: number[] = [];
+  private big: Map<number, number> | null = null;
+
+  add(v: number, code: number, sign: number): void {
+    this.c += sign;
+    this.s += sign * v;
+    if (v === 1) this.t += sign;
+    if (sign > 0) {
+      if (v < this.lo) this.lo = v;
+      if (v > this.hi) this.hi = v;
+    }
+    this.addBin(code, sign);
+  }
+
+  private addBin(code: number, count: number): void {
+    const big = this.big;
+    if (big) {
+      big.set(code, (big.get(code) ?? 0) + count);
+      return;
+    }
+    const small = this.small;
+    for (let i = 0; i < small.length; i += 2)
+      if (small[i] === code) {
+        small[i + 1] += count;
+        return;
+      }
+    if (small.length < 32) {
+      small.push(code, count);
+      return;
+    }
+    const m = new Map<number, number>();
+    for (let i = 0; i < small.length; i += 2) m.set(small[i], small[i + 1]);
+    m.set(code, count);
+    this.big = m;
+    this.small = [];
+  }
+
+  /** Adds another column's aggregates (min and max included: both come from added records only). */
+  absorb(o: BatchCol): void {
+    this.c += o.c;
+    this.s += o.s;
+    this.t += o.t;
+    if (o.lo < this.lo) this.lo = o.lo;
+    if (o.hi > this.hi) this.hi = o.hi;
+    if (o.big) for (const [code, n] of o.big) this.addBin(code, n);
+    else for (let i = 0; i < o.small.length; i += 2) this.addBin(o.small[i], o.small[i + 1]);
+  }
+
+  /** The stored form; `any`: an ANY_VALUE row (its min and max are never read). */
+  agg(any: boolean): Agg {
+    let bins: number[];
+    if (this.big) bins = sketchPairs(this.big);
+    else {
+      const small = this.small;
+      if (small.length === 2) bins = small[1] === 0 ? [] : small;
+      else {
+        const order: number[] = [];
+        for (let i = 0; i < small.length; i += 2) if (small[i + 1] !== 0) order.push(i);
+        order.sort((a, b) => small[a] - small[b]);
+        bins = new Array(order.length * 2);
+        for (let k = 0; k < order.length; k++) {
+          bins[2 * k] = small[order[k]];
+          bins[2 * k + 1] = small[order[k] + 1];
+        }
+      }
+    }
+    return {
+      c: this.c,
+      s: this.s,
+      t: this.t,
+      lo: any || this.lo === Number.POSITIVE_INFINITY ? null : this.lo,
+      hi: any || this.hi === Number.NEGATIVE_INFINITY ? null : this.hi,
+      bins,
+    };
+  }
+}
+
+/** One group's running aggregates in a batch: record columns by SCALAR_METRICS index, metric keys by name. */
+class BatchKey {
+  n = 0;
+  readonly scalars: (BatchCol | undefined)[] = new Array(SCALAR_METRICS.length);
+  keyed: Map<string, BatchCol> | null = null;
+  constructor(
+    readonly run_id: string,
+    readonly hour: number,
+    readonly dim: string,
+    readonly value: string,
+  ) {}
+
+  private col(name: string): BatchCol {
+    const at = SCALAR_INDEX.get(name);
+    let a: BatchCol | undefined;
+    if (at !== undefined) {
+      a = this.scalars[at];
+      if (!a) {
+        a = new BatchCol();
+        this.scalars[at] = a;
+      }
+    } else {
+      this.keyed ??= new Map();
+      a = this.keyed.get(name);
+      if (!a) {
+        a = new BatchCol();
+        this.keyed.set(name, a);
+      }
+    }
+    return a;
+  }
+
+  add(parts: [string, number, number][], sign: number): void {
+    this.n += sign;
+    for (let i = 0; i < parts.length; i++) {
+      const [col, v, code] = parts[i];
+      this.col(col).add(v, code, sign);
+    }
+  }
+
+  /** Adds another group's aggregates. */
+  absorb(o: BatchKey): void {
+    this.n += o.n;
+    o.scalars.forEach((a, i) => {
+      if (a) this.col(SCALAR_METRICS[i]).absorb(a);
+    });
+    if (o.keyed) for (const [name, a] of o.keyed) this.col(name).absorb(a);
+  }
+}
+
 /** A batch's rollup changes, merged per (log stream, hour, dim, value): one upsert per row. */
 export class RollupBatch {
-  private readonly keys = new Map<string, KeyAcc>();
+  /** By log stream and hour, dim, value. */
+  private readonly hours = new Map<string, Map<string, Map<string, BatchKey>>>();
   readonly dirty = new Set<string>();
   readonly overflows = new Set<string>();
 
   constructor(private readonly dims: DimValues | null) {}
 
   get empty(): boolean {
-    return this.keys.size === 0 && this.dirty.size === 0 && this.overflows.size === 0;
+    return this.hours.size === 0 && this.dirty.size === 0 && this.overflows.size === 0;
+  }
+
+  private keyOf(
+    runId: string,
+    hour: number,
+    byDim: Map<string, Map<string, BatchKey>>,
+    dim: string,
+    value: string,
+  ) {
+    let byValue = byDim.get(dim);
+    if (!byValue) {
+      byValue = new Map();
+      byDim.set(dim, byValue);
+    }
+    let k = byValue.get(value);
+    if (!k) {
+      k = new BatchKey(runId, hour, dim, value);
+      byValue.set(value, k);
+    }
+    return k;
   }
 
   /** Adds (sign 1) or takes off (sign -1) a record's part. */
   add(runId: string, r: RollupRecord, sign = 1): void {
     const hour = hourOf(Number(r.created_at));
     const { parts, dims } = recordFacts(r);
-    for (const [dim, value] of dims) {
+    const hk = `${runId}\u0000${hour}`;
+    let byDim = this.hours.get(hk);
+    if (!byDim) {
+      byDim = new Map();
+      this.hours.set(hk, byDim);
+    }
+    for (let i = 0; i < dims.length; i++) {
+      const [dim, value] = dims[i];
       if (this.dims && !this.dims.admit(runId, dim, value, (d) => this.overflows.add(`${runId}\u0000${d}`)))
         continue;
-      const key = `${runId}\u0000${hour}\u0000${dim}\u0000${value}`;
-      let k = this.keys.get(key);
-      if (!k) {
-        k = { run_id: runId, hour, dim, value, n: 0, cols: new Map() };
-        this.keys.set(key, k);
-      }
-      k.n += sign;
-      for (const [col, v, code] of parts) {
-        let a = k.cols.get(col);
-        if (!a) {
-          a = newCol();
-          k.cols.set(col, a);
-        }
-        a.c += sign;
-        a.s += sign * v;
-        if (v === 1) a.t += sign;
-        if (sign > 0) {
-          if (v < a.lo) a.lo = v;
-          if (v > a.hi) a.hi = v;
-        }
-        a.bins.set(code, (a.bins.get(code) ?? 0) + sign);
-      }
+      this.keyOf(runId, hour, byDim, dim, value).add(parts, sign);
     }
   }
 
@@ -314,67 +481,49 @@ export class RollupBatch {
   }
 
   /**
-   * The batch's count and metric rows, each list sorted by its key (PostgreSQL locks rows in this
-   * order), with the ANY_VALUE rows of the subtractive dims.
+   * The batch's count, scalar and metric rows, ANY_VALUE rows of the subtractive dims included;
+   * `sorted`: each list in the order of its key (PostgreSQL locks rows in this order).
    */
-  rows(): { counts: CountRow[]; metrics: MetricRow[] } {
-    const any = new Map<string, KeyAcc>();
-    for (const k of this.keys.values()) {
-      if (!subtractive(k.dim)) continue;
-      const key = `${k.run_id}\u0000${k.hour}\u0000${k.dim}`;
-      let a = any.get(key);
-      if (!a) {
-        a = { run_id: k.run_id, hour: k.hour, dim: k.dim, value: ANY_VALUE, n: 0, cols: new Map() };
-        any.set(key, a);
-      }
-      a.n += k.n;
-      for (const [col, c] of k.cols) {
-        let into = a.cols.get(col);
-        if (!into) {
-          into = newCol();
-          a.cols.set(col, into);
+  rows(sorted = true): { counts: CountRow[]; scalars: ScalarRow[]; metrics: MetricRow[] } {
+    const all: BatchKey[] = [];
+    for (const byDim of this.hours.values())
+      for (const [dim, byValue] of byDim) {
+        let any: BatchKey | null = null;
+        for (const k of byValue.values()) {
+          all.push(k);
+          if (!subtractive(dim)) continue;
+          // The ANY_VALUE row: the sum of the dim's values (kept once, here, not per record).
+          any ??= new BatchKey(k.run_id, k.hour, dim, ANY_VALUE);
+          any.absorb(k);
         }
-        addCol(into, c);
+        if (any) all.push(any);
       }
+    if (sorted) {
+      const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
+      all.sort(
+        (a, b) => cmp(a.run_id, b.run_id) || cmp(a.dim, b.dim) || cmp(a.value, b.value) || a.hour - b.hour,
+      );
     }
-    const all = [...this.keys.values(), ...any.values()];
-    const counts: CountRow[] = all.map((k) => ({
-      run_id: k.run_id,
-      dim: k.dim,
-      hour: k.hour,
-      value: k.value,
-      n: k.n,
-    }));
+    const counts: CountRow[] = [];
+    const scalars: ScalarRow[] = [];
     const metrics: MetricRow[] = [];
-    for (const k of all)
-      for (const [col, a] of k.cols)
-        metrics.push({
-          run_id: k.run_id,
-          dim: k.dim,
-          value: k.value,
-          col,
-          hour: k.hour,
-          c: a.c,
-          s: a.s,
-          t: a.t,
-          // The ANY_VALUE rows' min and max are never read (the null group's are not known).
-          lo: k.value === ANY_VALUE || a.lo === Number.POSITIVE_INFINITY ? null : a.lo,
-          hi: k.value === ANY_VALUE || a.hi === Number.NEGATIVE_INFINITY ? null : a.hi,
-          bins: sketchPairs(a.bins),
-        });
-    const cmp = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0);
-    counts.sort(
-      (a, b) => cmp(a.run_id, b.run_id) || cmp(a.dim, b.dim) || a.hour - b.hour || cmp(a.value, b.value),
-    );
-    metrics.sort(
-      (a, b) =>
-        cmp(a.run_id, b.run_id) ||
-        cmp(a.dim, b.dim) ||
-        cmp(a.value, b.value) ||
-        cmp(a.col, b.col) ||
-        a.hour - b.hour,
-    );
-    return { counts, metrics };
+    for (const k of all) {
+      counts.push({ run_id: k.run_id, dim: k.dim, hour: k.hour, value: k.value, n: k.n });
+      const any = k.value === ANY_VALUE;
+      let cols: (Agg | null)[] | null = null;
+      for (let i = 0; i < SCALAR_METRICS.length; i++) {
+        const a = k.scalars[i];
+        if (!a) continue;
+        cols ??= new Array(SCALAR_METRICS.length).fill(null);
+        cols[i] = a.agg(any);
+      }
+      if (cols) scalars.push({ run_id: k.run_id, dim: k.dim, value: k.value, hour: k.hour, cols });
+      if (k.keyed)
+        for (const [col, a] of k.keyed)
+          metrics.push({ run_id: k.run_id, dim: k.dim, value: k.value, col, hour: k.hour, ...a.agg(any) });
+    }
+    if (sorted) metrics.sort((a, b) => (a.col < b.col ? -1 : a.col > b.col ? 1 : 0)); // stable: keys stay in order
+    return { counts, scalars, metrics };
   }
 
   dirtyHours(): { run_id: string; hour: number }[] {

@@ -12,6 +12,7 @@ import { type Kysely, sql } from 'kysely';
 import { encodeBins } from '../domain/ddsketch.ts';
 import {
   ANY_VALUE,
+  type Agg,
   COUNT_COL,
   type CountRow,
   DimValues,
@@ -21,7 +22,11 @@ import {
   type ReadRow,
   RollupBatch,
   type RollupRecord,
+  SCALAR_METRICS,
+  type ScalarRow,
   groupCounts,
+  isScalarMetric,
+  scalarColumns,
   subtractive,
 } from '../domain/rollups.ts';
 import type { Store } from './db.ts';
@@ -34,14 +39,83 @@ const COUNT_COLUMNS = '(run_id, dim, hour, value, n)';
 const METRIC_COLUMNS = '(run_id, dim, value, col, hour, c, s, t, lo, hi, bins)';
 
 /** SQLite upserts of `rows` count rows / metric rows in one statement (the writer has rollup_bins_merge). */
+const sqlCache = new Map<string, string>();
+const cached = (key: string, make: () => string) => {
+  let s = sqlCache.get(key);
+  if (s === undefined) {
+    s = make();
+    sqlCache.set(key, s);
+  }
+  return s;
+};
 export const sqliteCountUpsert = (rows: number) =>
-  `insert into rollup_counts ${COUNT_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ')}
-  on conflict (run_id, dim, hour, value) do update set n = n + excluded.n`;
+  cached(
+    `c${rows}`,
+    () => `insert into rollup_counts ${COUNT_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, hour, value) do update set n = n + excluded.n`,
+  );
 export const sqliteMetricUpsert = (rows: number) =>
-  `insert into rollups ${METRIC_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
-  on conflict (run_id, dim, value, col, hour) do update set c = c + excluded.c, s = s + excluded.s,
+  cached(
+    `m${rows}`,
+    () => `insert into rollups ${METRIC_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, col, hour, value) do update set c = c + excluded.c, s = s + excluded.s,
   t = t + excluded.t, lo = coalesce(min(lo, excluded.lo), lo, excluded.lo),
-  hi = coalesce(max(hi, excluded.hi), hi, excluded.hi), bins = rollup_bins_merge(bins, excluded.bins)`;
+  hi = coalesce(max(hi, excluded.hi), hi, excluded.hi), bins = rollup_bins_merge(bins, excluded.bins)`,
+  );
+/**
+ * The upsert of scalar rows carrying the columns `cols` (SCALAR_METRICS indexes) only: counts and
+ * sums add, min and max, sketches merged. A batch's rows mostly carry a few of the ten columns (a
+ * trace's duration, completeness and children), so each statement names only those.
+ */
+function scalarUpsert(cols: readonly number[], rows: number, pg: boolean): string {
+  // SQLite's texts are few (column sets by chunk sizes up to 16) and kept; PostgreSQL's are not.
+  const build = () => {
+    const names: string[] = ['run_id', 'dim', 'value', 'hour'];
+    const set: string[] = [];
+    for (const i of cols) {
+      const k = scalarColumns(SCALAR_METRICS[i]);
+      names.push(k.c, k.s, k.t, k.lo, k.hi, k.bins);
+      const [lo, hi] = pg
+        ? [`least(r.${k.lo}, excluded.${k.lo})`, `greatest(r.${k.hi}, excluded.${k.hi})`]
+        : [
+            `coalesce(min(r.${k.lo}, excluded.${k.lo}), r.${k.lo}, excluded.${k.lo})`,
+            `coalesce(max(r.${k.hi}, excluded.${k.hi}), r.${k.hi}, excluded.${k.hi})`,
+          ];
+      set.push(
+        `${k.c} = r.${k.c} + excluded.${k.c}`,
+        `${k.s} = r.${k.s} + excluded.${k.s}`,
+        `${k.t} = r.${k.t} + excluded.${k.t}`,
+        `${k.lo} = ${lo}`,
+        `${k.hi} = ${hi}`,
+        `${k.bins} = case when excluded.${k.bins} is null then r.${k.bins} else rollup_bins_merge(r.${k.bins}, excluded.${k.bins}) end`,
+      );
+    }
+    let p = 0;
+    const tuple = () => `(${names.map(() => (pg ? `$${++p}` : '?')).join(', ')})`;
+    const tuples = Array.from({ length: rows }, tuple).join(', ');
+    return `insert into rollup_scalars as r (${names.join(', ')}) values ${tuples}
+  on conflict (run_id, dim, hour, value) do update set ${set.join(', ')}`;
+  };
+  return pg ? build() : cached(`s${cols.join(',')}x${rows}`, build);
+}
+
+/** A scalar row's arguments for the columns `cols`: bins as a blob (SQLite) or an array (PostgreSQL). */
+function scalarArgs(r: ScalarRow, cols: readonly number[], pg: boolean, into: unknown[]): void {
+  into.push(r.run_id, r.dim, r.value, r.hour);
+  for (const i of cols) {
+    const a = r.cols[i];
+    if (a === null) into.push(0, 0, 0, null, null, null);
+    else into.push(a.c, a.s, a.t, a.lo, a.hi, pg ? a.bins : encodeBins(a.bins));
+  }
+}
+
+/** The SCALAR_METRICS indexes a row (or rows) carry. */
+function columnsOf(rows: readonly ScalarRow[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < SCALAR_METRICS.length; i++) if (rows.some((r) => r.cols[i] !== null)) out.push(i);
+  return out;
+}
+
 export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, ?) on conflict do nothing';
 export const SQLITE_OVERFLOW =
   'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
@@ -68,15 +142,46 @@ export const metricArgs = (r: MetricRow, pg: boolean): unknown[] => [
 /** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
 export function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
   const steps: [string, unknown[]][] = [];
-  const { counts, metrics } = batch.rows();
-  const add = <R>(rows: R[], sqlOf: (n: number) => string, args: (r: R) => unknown[]) => {
-    for (let i = 0; i < rows.length; i += chunk) {
-      const part = rows.slice(i, i + chunk);
-      steps.push([sqlOf(part.length), part.flatMap(args)]);
+  // One writer, one transaction at a time: no lock order to keep, so no sort.
+  const { counts, scalars, metrics } = batch.rows(false);
+  for (let i = 0; i < counts.length; i += chunk) {
+    const end = Math.min(counts.length, i + chunk);
+    const args: unknown[] = [];
+    for (let j = i; j < end; j++) {
+      const r = counts[j];
+      args.push(r.run_id, r.dim, r.hour, r.value, r.n);
     }
-  };
-  add(counts, sqliteCountUpsert, countArgs);
-  add(metrics, sqliteMetricUpsert, (r) => metricArgs(r, false));
+    steps.push([sqliteCountUpsert(end - i), args]);
+  }
+  // Rows grouped by the columns they carry, each group in statements naming only those.
+  const groups = new Map<string, { cols: number[]; rows: ScalarRow[] }>();
+  for (const r of scalars) {
+    const cols = columnsOf([r]);
+    const key = cols.join(',');
+    let g = groups.get(key);
+    if (!g) {
+      g = { cols, rows: [] };
+      groups.set(key, g);
+    }
+    g.rows.push(r);
+  }
+  const wide = Math.max(1, chunk >> 1);
+  for (const { cols, rows } of groups.values())
+    for (let i = 0; i < rows.length; i += wide) {
+      const end = Math.min(rows.length, i + wide);
+      const args: unknown[] = [];
+      for (let j = i; j < end; j++) scalarArgs(rows[j], cols, false, args);
+      steps.push([scalarUpsert(cols, end - i, false), args]);
+    }
+  for (let i = 0; i < metrics.length; i += chunk) {
+    const end = Math.min(metrics.length, i + chunk);
+    const args: unknown[] = [];
+    for (let j = i; j < end; j++) {
+      const r = metrics[j];
+      args.push(r.run_id, r.dim, r.value, r.col, r.hour, r.c, r.s, r.t, r.lo, r.hi, encodeBins(r.bins));
+    }
+    steps.push([sqliteMetricUpsert(end - i), args]);
+  }
   for (const d of batch.dirtyHours()) steps.push([SQLITE_DIRTY, [d.run_id, d.hour]]);
   for (const o of batch.overflowList()) steps.push([SQLITE_OVERFLOW, [o.run_id, o.dim]]);
   return steps;
@@ -110,7 +215,7 @@ export async function pgWriteRollups(
   if (batch.empty) return;
   for (const runId of [...new Set(runIds)].sort())
     await client.query('select pg_advisory_xact_lock_shared(hashtext($1))', [`rollups:${runId}`]);
-  const { counts, metrics } = batch.rows();
+  const { counts, scalars, metrics } = batch.rows();
   for (let i = 0; i < counts.length; i += PG_CHUNK) {
     const values: unknown[] = [];
     const tuples = counts.slice(i, i + PG_CHUNK).map((r) => {
@@ -123,6 +228,14 @@ export async function pgWriteRollups(
       values,
     );
   }
+  // In key order (rows lock in it); each statement names the columns its rows carry.
+  for (let i = 0; i < scalars.length; i += PG_CHUNK) {
+    const part = scalars.slice(i, i + PG_CHUNK);
+    const cols = columnsOf(part);
+    const values: unknown[] = [];
+    for (const r of part) scalarArgs(r, cols, true, values);
+    await client.query(scalarUpsert(cols, part.length, true), values);
+  }
   for (let i = 0; i < metrics.length; i += PG_CHUNK) {
     const values: unknown[] = [];
     const tuples = metrics.slice(i, i + PG_CHUNK).map((r) => {
@@ -132,7 +245,7 @@ export async function pgWriteRollups(
     });
     await client.query(
       `insert into rollups as r ${METRIC_COLUMNS} values ${tuples.join(', ')}
-       on conflict (run_id, dim, value, col, hour) do update set c = r.c + excluded.c, s = r.s + excluded.s,
+       on conflict (run_id, dim, col, hour, value) do update set c = r.c + excluded.c, s = r.s + excluded.s,
        t = r.t + excluded.t, lo = least(r.lo, excluded.lo), hi = greatest(r.hi, excluded.hi),
        bins = rollup_bins_merge(r.bins, excluded.bins)`,
       values,
@@ -266,53 +379,90 @@ export class RollupsRepo {
         const nullBySubtraction = subtractive(dim) && shown.has('null');
         const values = [...shown].filter((v) => !(nullBySubtraction && v === 'null'));
         if (nullBySubtraction) values.push(ANY_VALUE);
-        const where = <Q extends { where: (...a: any[]) => Q }>(q: Q): Q => {
-          let out = q
+        // One query per dim (an OR of the two makes SQLite scan the log stream's rows by hour).
+        const parts: [string, string[]][] = [[dim, values]];
+        if (nullBySubtraction) parts.push(['', ['null']]);
+        const metricCols = cols.filter((c) => c !== COUNT_COL);
+        const bins = binCols.length
+          ? sql<unknown>`case when col in (${sql.join(binCols)}) then bins end`
+          : sql<unknown>`null`;
+        for (const [d, vs] of parts) {
+          let counted = trx
+            .selectFrom('rollup_counts')
+            .select(['dim', 'hour', 'value', 'n'])
             .where('run_id', '=', runId)
-            .where((eb: any) =>
-              eb.or([
-                eb.and([eb('dim', '=', dim), eb('value', 'in', values)]),
-                ...(nullBySubtraction ? [eb.and([eb('dim', '=', ''), eb('value', '=', 'null')])] : []),
-              ]),
-            )
+            .where('dim', '=', d)
+            .where('value', 'in', vs)
             .where('hour', '>=', fullStart)
             .where('hour', '<', fullEnd);
-          if (dirty.length) out = out.where('hour', 'not in', dirty);
-          return out;
-        };
-        const countRows = await where(
-          trx.selectFrom('rollup_counts').select(['dim', 'hour', 'value', 'n']) as any,
-        ).execute();
-        for (const r of countRows as { dim: string; hour: unknown; value: string; n: unknown }[])
-          rows.push({
-            dim: r.dim,
-            hour: Number(r.hour),
-            value: r.value,
-            col: COUNT_COL,
-            c: Number(r.n),
-            s: null,
-            t: null,
-            lo: null,
-            hi: null,
-            bins: null,
-          });
-        const metricCols = cols.filter((c) => c !== COUNT_COL);
-        if (metricCols.length) {
-          const bins = binCols.length
-            ? sql<unknown>`case when col in (${sql.join(binCols)}) then bins end`
-            : sql<unknown>`null`;
-          const metricRows = await where(
-            trx
-              .selectFrom('rollups')
-              .select(['dim', 'hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
-              .where('col', 'in', metricCols) as any,
-          ).execute();
-          for (const r of metricRows as Record<string, unknown>[])
+          if (dirty.length) counted = counted.where('hour', 'not in', dirty);
+          for (const r of await counted.execute())
             rows.push({
-              dim: r.dim as string,
+              dim: r.dim,
               hour: Number(r.hour),
-              value: r.value as string,
-              col: r.col as string,
+              value: r.value,
+              col: COUNT_COL,
+              c: Number(r.n),
+              s: null,
+              t: null,
+              lo: null,
+              hi: null,
+              bins: null,
+            });
+          const scalarCols = metricCols.filter(isScalarMetric);
+          if (scalarCols.length) {
+            const wanted: string[] = ['dim', 'hour', 'value'];
+            for (const col of scalarCols) {
+              const k = scalarColumns(col);
+              wanted.push(k.c, k.s, k.t, k.lo, k.hi);
+              if (binCols.includes(col)) wanted.push(k.bins);
+            }
+            let wide = trx
+              .selectFrom('rollup_scalars')
+              .select(wanted as any)
+              .where('run_id', '=', runId)
+              .where('dim', '=', d)
+              .where('value', 'in', vs)
+              .where('hour', '>=', fullStart)
+              .where('hour', '<', fullEnd);
+            if (dirty.length) wide = wide.where('hour', 'not in', dirty);
+            for (const r of (await wide.execute()) as Record<string, unknown>[])
+              for (const col of scalarCols) {
+                const k = scalarColumns(col);
+                const c = Number(r[k.c]);
+                if (c === 0) continue;
+                rows.push({
+                  dim: r.dim as string,
+                  hour: Number(r.hour),
+                  value: r.value as string,
+                  col,
+                  c,
+                  s: num(r[k.s]),
+                  t: num(r[k.t]),
+                  lo: num(r[k.lo]),
+                  hi: num(r[k.hi]),
+                  bins: r[k.bins] ?? null,
+                });
+              }
+          }
+          const keyCols = metricCols.filter((c) => !isScalarMetric(c));
+          if (!keyCols.length) continue;
+          let measured = trx
+            .selectFrom('rollups')
+            .select(['dim', 'hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
+            .where('run_id', '=', runId)
+            .where('dim', '=', d)
+            .where('value', 'in', vs)
+            .where('col', 'in', keyCols)
+            .where('hour', '>=', fullStart)
+            .where('hour', '<', fullEnd);
+          if (dirty.length) measured = measured.where('hour', 'not in', dirty);
+          for (const r of await measured.execute())
+            rows.push({
+              dim: r.dim,
+              hour: Number(r.hour),
+              value: r.value,
+              col: r.col,
               c: Number(r.c),
               s: num(r.s),
               t: num(r.t),
@@ -365,6 +515,7 @@ export class RollupsRepo {
   private async rewriteHour(trx: Kysely<DB>, runId: string, hour: number, dims: DimValues) {
     await trx.deleteFrom('rollup_counts').where('run_id', '=', runId).where('hour', '=', hour).execute();
     await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    await trx.deleteFrom('rollup_scalars').where('run_id', '=', runId).where('hour', '=', hour).execute();
     const records = await trx
       .selectFrom('records')
       .select([...ROLLUP_RECORD_COLUMNS])
@@ -374,21 +525,43 @@ export class RollupsRepo {
       .execute();
     const batch = new RollupBatch(dims);
     for (const r of records) batch.add(runId, r as unknown as RollupRecord);
-    const { counts, metrics } = batch.rows();
+    const { counts, scalars, metrics } = batch.rows();
     for (let i = 0; i < counts.length; i += 500)
       await trx
         .insertInto('rollup_counts')
         .values(counts.slice(i, i + 500))
         .execute();
+    const bins = (pairs: number[]) =>
+      (this.pg ? sql`${pairs}::int4[]` : encodeBins(pairs)) as unknown as Buffer;
+    for (let i = 0; i < scalars.length; i += 100)
+      await trx
+        .insertInto('rollup_scalars')
+        .values(
+          scalars.slice(i, i + 100).map((r) => {
+            const row: Record<string, unknown> = {
+              run_id: r.run_id,
+              dim: r.dim,
+              value: r.value,
+              hour: r.hour,
+            };
+            SCALAR_METRICS.forEach((col, j) => {
+              const k = scalarColumns(col);
+              const a: Agg | null = r.cols[j];
+              row[k.c] = a?.c ?? 0;
+              row[k.s] = a?.s ?? 0;
+              row[k.t] = a?.t ?? 0;
+              row[k.lo] = a?.lo ?? null;
+              row[k.hi] = a?.hi ?? null;
+              row[k.bins] = a ? bins(a.bins) : null;
+            });
+            return row as never;
+          }),
+        )
+        .execute();
     for (let i = 0; i < metrics.length; i += 200)
       await trx
         .insertInto('rollups')
-        .values(
-          metrics.slice(i, i + 200).map((r) => ({
-            ...r,
-            bins: (this.pg ? sql`${r.bins}::int4[]` : encodeBins(r.bins)) as unknown as Buffer,
-          })),
-        )
+        .values(metrics.slice(i, i + 200).map((r) => ({ ...r, bins: bins(r.bins) })))
         .execute();
     for (const o of batch.overflowList())
       await trx
@@ -407,6 +580,7 @@ export class RollupsRepo {
   async rebuild(runId: string, hoursPerTransaction = 24): Promise<void> {
     await this.db.deleteFrom('rollup_counts').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollups').where('run_id', '=', runId).execute();
+    await this.db.deleteFrom('rollup_scalars').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollup_overflow').where('run_id', '=', runId).execute();
     // A fresh count of every dim's values over the whole log stream decides its overflow.
     const dims = new DimValues(undefined, 1);

@@ -466,7 +466,19 @@ export interface RollupCountsTable {
   n: number;
 }
 
-/** Dashboard rollups' metric aggregates (migration 030, domain/rollups.ts). */
+/**
+ * Dashboard rollups' record-column aggregates (migration 030, domain/rollups.ts): per column of
+ * SCALAR_METRICS, c_<col>, s_<col>, t_<col>, lo_<col>, hi_<col> and b_<col> (its sketch).
+ */
+export interface RollupScalarsTable {
+  run_id: string;
+  dim: string;
+  value: string;
+  hour: number;
+  [aggregate: string]: unknown;
+}
+
+/** Dashboard rollups' aggregates of metric keys (scores; migration 030, domain/rollups.ts). */
 export interface RollupsTable {
   run_id: string;
   dim: string;
@@ -499,6 +511,7 @@ export interface RollupGapsTable {
 export interface DB {
   rollups: RollupsTable;
   rollup_counts: RollupCountsTable;
+  rollup_scalars: RollupScalarsTable;
   rollup_dirty: RollupDirtyTable;
   rollup_overflow: RollupOverflowTable;
   rollup_gaps: RollupGapsTable;

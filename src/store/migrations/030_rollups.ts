@@ -2,11 +2,32 @@ import { type Kysely, sql } from 'kysely';
 import { isPostgres } from './helpers.ts';
 
 /**
+ * The record columns kept as metrics (domain/rollups.ts SCALAR_METRICS, copied: a migration does
+ * not change with the code).
+ */
+const SCALAR_METRICS = [
+  'is_complete',
+  'status_code',
+  'duration_ns',
+  'num_input_tokens',
+  'num_output_tokens',
+  'num_total_tokens',
+  'num_cache_read_input_tokens',
+  'num_cache_creation_input_tokens',
+  'time_to_first_token_ns',
+  'num_children',
+];
+
+/**
  * Dashboard rollups (domain/rollups.ts, store/rollups.ts), kept by ingestion:
  * - rollup_counts: the records per log stream, group column (dim), hour and value;
- * - rollups: per log stream, dim, value, metric column and hour, numbers that add on upsert (c, s, t),
- *   min and max (lo, hi) and the DDSketch bins (SQLite: a blob of int32 code/count pairs; PostgreSQL:
- *   int4[] of the same pairs, merged by rollup_bins_merge; SQLite's is a function of the writer);
+ * - rollup_scalars: per log stream, dim, value and hour, for each record column kept as a metric:
+ *   numbers that add on upsert (c_, s_, t_<col>), min and max (lo_, hi_<col>) and the DDSketch bins
+ *   (b_<col>; SQLite: a blob of int32 code/count pairs; PostgreSQL: int4[] of the same pairs, merged
+ *   by rollup_bins_merge; SQLite's is a function of the writer). One row per group, not per group
+ *   and column: a batch's upserts are about a quarter as many;
+ * - rollups: the same per metric key (scores, `m:<key>`), one row per log stream, dim, value, key
+ *   and hour (the keys are not known in advance);
  * - rollup_dirty: hours whose min and max may be stale until recomputed from the records;
  * - rollup_overflow: dims that passed the cap of values;
  * - rollup_gaps: log streams whose records came before rollups (their dashboards scan until rebuilt).
@@ -45,9 +66,31 @@ export async function up(db: Kysely<any>): Promise<void> {
       .addColumn('lo', 'double precision')
       .addColumn('hi', 'double precision')
       .addColumn('bins', pg ? sql`int4[]` : 'blob')
-      .addPrimaryKeyConstraint('rollups_pk', ['run_id', 'dim', 'value', 'col', 'hour']),
+      .addPrimaryKeyConstraint('rollups_pk', ['run_id', 'dim', 'col', 'hour', 'value']),
   ).execute();
   await db.schema.createIndex('rollups_hour').on('rollups').columns(['run_id', 'hour']).execute();
+  let scalars = db.schema
+    .createTable('rollup_scalars')
+    .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
+    .addColumn('dim', 'text', (c) => c.notNull())
+    .addColumn('value', 'text', (c) => c.notNull())
+    .addColumn('hour', 'bigint', (c) => c.notNull());
+  for (const col of SCALAR_METRICS)
+    scalars = scalars
+      .addColumn(`c_${col}`, 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn(`s_${col}`, 'double precision', (c) => c.notNull().defaultTo(0))
+      .addColumn(`t_${col}`, 'bigint', (c) => c.notNull().defaultTo(0))
+      .addColumn(`lo_${col}`, 'double precision')
+      .addColumn(`hi_${col}`, 'double precision')
+      .addColumn(`b_${col}`, pg ? sql`int4[]` : 'blob');
+  await withoutRowid(
+    scalars.addPrimaryKeyConstraint('rollup_scalars_pk', ['run_id', 'dim', 'hour', 'value']),
+  ).execute();
+  await db.schema
+    .createIndex('rollup_scalars_hour')
+    .on('rollup_scalars')
+    .columns(['run_id', 'hour'])
+    .execute();
   await db.schema
     .createTable('rollup_dirty')
     .addColumn('run_id', 'text', (c) => c.notNull().references('runs.id').onDelete('cascade'))
@@ -69,17 +112,38 @@ export async function up(db: Kysely<any>): Promise<void> {
   );
   if (pg) {
     // Two sketches' (code, count) pairs merged: codes ascending, counts added, zero counts dropped
-    // (domain/ddsketch.ts mergeBins).
+    // (domain/ddsketch.ts mergeBins). PL/pgSQL: a merge of the two sorted lists runs 3 to 4 times as
+    // fast as the same in SQL (unnest, group by, array_agg): 1.7 against 6.7 µs for a pair into a
+    // pair, 23 against 64 µs for a pair into 150.
     await sql`
       create or replace function rollup_bins_merge(a int4[], b int4[]) returns int4[]
-      language sql immutable parallel safe as $$
-        select coalesce(array_agg(x order by code, j), '{}'::int4[]) from (
-          select code, sum(n)::int4 as n from (
-            select a[i] as code, a[i + 1] as n from generate_series(1, coalesce(array_length(a, 1), 0), 2) as i
-            union all
-            select b[i], b[i + 1] from generate_series(1, coalesce(array_length(b, 1), 0), 2) as i
-          ) as p group by code having sum(n) <> 0
-        ) as m cross join lateral (values (1, code), (2, n)) as v(j, x)
+      language plpgsql immutable parallel safe as $$
+      declare
+        out int4[] := '{}';
+        i int := 1;
+        j int := 1;
+        na int := coalesce(array_length(a, 1), 0);
+        nb int := coalesce(array_length(b, 1), 0);
+        n int;
+      begin
+        if na = 0 then return coalesce(b, '{}'); end if;
+        if nb = 0 then return a; end if;
+        while i <= na or j <= nb loop
+          if j > nb or (i <= na and a[i] < b[j]) then
+            out := out || a[i] || a[i + 1];
+            i := i + 2;
+          elsif i > na or b[j] < a[i] then
+            out := out || b[j] || b[j + 1];
+            j := j + 2;
+          else
+            n := a[i + 1] + b[j + 1];
+            if n <> 0 then out := out || a[i] || n; end if;
+            i := i + 2;
+            j := j + 2;
+          end if;
+        end loop;
+        return out;
+      end
       $$`.execute(db);
   }
 }
