@@ -182,14 +182,35 @@ export interface ScalarRow {
 
 /** The stored columns of a scalar metric's aggregate (migration 030): c_<col>, s_<col>, ... */
 export const scalarColumns = (col: string) =>
-  ({
-    c: `c_${col}`,
-    s: `s_${col}`,
-    t: `t_${col}`,
-    lo: `lo_${col}`,
-    hi: `hi_${col}`,
-    bins: `b_${col}`,
-  }) as const;
+  ({ c: `c_${col}`, s: `s_${col}`, t: `t_${col}`, lo: `lo_${col}`, hi: `hi_${col}` }) as const;
+
+/**
+ * A scalar row's sketches are kept in one list (one merge a row, not one per column): each code
+ * carries its column's SCALAR_METRICS index above bit 18 (codes stay below 2^18), so the list stays
+ * in ascending order column by column and merges as one sketch does.
+ */
+const COL_SHIFT = 2 ** 18;
+
+/** The sketches of a scalar row's columns (SCALAR_METRICS order, null where absent) as one pair list. */
+export function joinBins(cols: readonly (Agg | null)[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < cols.length; i++) {
+    const a = cols[i];
+    if (!a) continue;
+    for (let k = 0; k < a.bins.length; k += 2) out.push(i * COL_SHIFT + a.bins[k], a.bins[k + 1]);
+  }
+  return out;
+}
+
+/** One column's pairs (codes as stored per column) out of a scalar row's joined list. */
+export function columnBins(joined: ArrayLike<number>, index: number): number[] {
+  const out: number[] = [];
+  for (let k = 0; k + 1 < joined.length; k += 2) {
+    const code = joined[k];
+    if (Math.floor(code / COL_SHIFT) === index) out.push(code - index * COL_SHIFT, joined[k + 1]);
+  }
+  return out;
+}
 
 const SCALAR_INDEX = new Map<string, number>(SCALAR_METRICS.map((c, i) => [c, i]));
 

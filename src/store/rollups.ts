@@ -9,7 +9,7 @@
  * write (a batch still uncommitted when the recompute read adds its delta after it).
  */
 import { type Kysely, sql } from 'kysely';
-import { encodeBins } from '../domain/ddsketch.ts';
+import { decodeBins, encodeBins } from '../domain/ddsketch.ts';
 import {
   ANY_VALUE,
   type Agg,
@@ -24,13 +24,18 @@ import {
   type RollupRecord,
   SCALAR_METRICS,
   type ScalarRow,
+  columnBins,
   groupCounts,
   isScalarMetric,
+  joinBins,
   scalarColumns,
   subtractive,
 } from '../domain/rollups.ts';
 import type { Store } from './db.ts';
 import type { DB } from './tables.ts';
+
+/** Ranges of at most this many hours read their rollup rows hour by hour (listed), longer ones as a range. */
+const MAX_LISTED_HOURS = 4000;
 
 /** More dirty hours than this in a range: the dashboard scans instead. */
 export const MAX_DIRTY_HOURS = 200;
@@ -74,7 +79,7 @@ function scalarUpsert(cols: readonly number[], rows: number, pg: boolean): strin
     const set: string[] = [];
     for (const i of cols) {
       const k = scalarColumns(SCALAR_METRICS[i]);
-      names.push(k.c, k.s, k.t, k.lo, k.hi, k.bins);
+      names.push(k.c, k.s, k.t, k.lo, k.hi);
       const [lo, hi] = pg
         ? [`least(r.${k.lo}, excluded.${k.lo})`, `greatest(r.${k.hi}, excluded.${k.hi})`]
         : [
@@ -87,9 +92,12 @@ function scalarUpsert(cols: readonly number[], rows: number, pg: boolean): strin
         `${k.t} = r.${k.t} + excluded.${k.t}`,
         `${k.lo} = ${lo}`,
         `${k.hi} = ${hi}`,
-        `${k.bins} = case when excluded.${k.bins} is null then r.${k.bins} else rollup_bins_merge(r.${k.bins}, excluded.${k.bins}) end`,
       );
     }
+    names.push('bins');
+    set.push(
+      'bins = case when excluded.bins is null then r.bins else rollup_bins_merge(r.bins, excluded.bins) end',
+    );
     let p = 0;
     const tuple = () => `(${names.map(() => (pg ? `$${++p}` : '?')).join(', ')})`;
     const tuples = Array.from({ length: rows }, tuple).join(', ');
@@ -104,9 +112,11 @@ function scalarArgs(r: ScalarRow, cols: readonly number[], pg: boolean, into: un
   into.push(r.run_id, r.dim, r.value, r.hour);
   for (const i of cols) {
     const a = r.cols[i];
-    if (a === null) into.push(0, 0, 0, null, null, null);
-    else into.push(a.c, a.s, a.t, a.lo, a.hi, pg ? a.bins : encodeBins(a.bins));
+    if (a === null) into.push(0, 0, 0, null, null);
+    else into.push(a.c, a.s, a.t, a.lo, a.hi);
   }
+  const bins = joinBins(r.cols);
+  into.push(pg ? bins : encodeBins(bins));
 }
 
 /** The SCALAR_METRICS indexes a row (or rows) carry. */
@@ -386,16 +396,28 @@ export class RollupsRepo {
         const bins = binCols.length
           ? sql<unknown>`case when col in (${sql.join(binCols)}) then bins end`
           : sql<unknown>`null`;
+        // The clean whole hours: listed (the keys lead with the hour, so each (hour, value) is a
+        // seek rather than a scan of every value's rows), or as a range when there are very many.
+        const clean: number[] = [];
+        if ((fullEnd - fullStart) / H <= MAX_LISTED_HOURS) {
+          const skip = new Set(dirty);
+          for (let h = fullStart; h < fullEnd; h += H) if (!skip.has(h)) clean.push(h);
+        }
+        const inHours = <Q>(q: Q): Q => {
+          const b = q as any;
+          if ((fullEnd - fullStart) / H <= MAX_LISTED_HOURS)
+            return b.where('hour', 'in', clean.length ? clean : [-1]);
+          const ranged = b.where('hour', '>=', fullStart).where('hour', '<', fullEnd);
+          return dirty.length ? ranged.where('hour', 'not in', dirty) : ranged;
+        };
         for (const [d, vs] of parts) {
           let counted = trx
             .selectFrom('rollup_counts')
             .select(['dim', 'hour', 'value', 'n'])
             .where('run_id', '=', runId)
             .where('dim', '=', d)
-            .where('value', 'in', vs)
-            .where('hour', '>=', fullStart)
-            .where('hour', '<', fullEnd);
-          if (dirty.length) counted = counted.where('hour', 'not in', dirty);
+            .where('value', 'in', vs);
+          counted = inHours(counted);
           for (const r of await counted.execute())
             rows.push({
               dim: r.dim,
@@ -415,18 +437,18 @@ export class RollupsRepo {
             for (const col of scalarCols) {
               const k = scalarColumns(col);
               wanted.push(k.c, k.s, k.t, k.lo, k.hi);
-              if (binCols.includes(col)) wanted.push(k.bins);
             }
+            const withBins = scalarCols.some((c) => binCols.includes(c));
+            if (withBins) wanted.push('bins');
             let wide = trx
               .selectFrom('rollup_scalars')
               .select(wanted as any)
               .where('run_id', '=', runId)
               .where('dim', '=', d)
-              .where('value', 'in', vs)
-              .where('hour', '>=', fullStart)
-              .where('hour', '<', fullEnd);
-            if (dirty.length) wide = wide.where('hour', 'not in', dirty);
-            for (const r of (await wide.execute()) as Record<string, unknown>[])
+              .where('value', 'in', vs);
+            wide = inHours(wide);
+            for (const r of (await wide.execute()) as Record<string, unknown>[]) {
+              const joined = withBins ? decodeBins(r.bins) : [];
               for (const col of scalarCols) {
                 const k = scalarColumns(col);
                 const c = Number(r[k.c]);
@@ -441,9 +463,12 @@ export class RollupsRepo {
                   t: num(r[k.t]),
                   lo: num(r[k.lo]),
                   hi: num(r[k.hi]),
-                  bins: r[k.bins] ?? null,
+                  bins: binCols.includes(col)
+                    ? columnBins(joined, (SCALAR_METRICS as readonly string[]).indexOf(col))
+                    : null,
                 });
               }
+            }
           }
           const keyCols = metricCols.filter((c) => !isScalarMetric(c));
           if (!keyCols.length) continue;
@@ -453,10 +478,8 @@ export class RollupsRepo {
             .where('run_id', '=', runId)
             .where('dim', '=', d)
             .where('value', 'in', vs)
-            .where('col', 'in', keyCols)
-            .where('hour', '>=', fullStart)
-            .where('hour', '<', fullEnd);
-          if (dirty.length) measured = measured.where('hour', 'not in', dirty);
+            .where('col', 'in', keyCols);
+          measured = inHours(measured);
           for (const r of await measured.execute())
             rows.push({
               dim: r.dim,
@@ -552,8 +575,8 @@ export class RollupsRepo {
               row[k.t] = a?.t ?? 0;
               row[k.lo] = a?.lo ?? null;
               row[k.hi] = a?.hi ?? null;
-              row[k.bins] = a ? bins(a.bins) : null;
             });
+            row.bins = bins(joinBins(r.cols));
             return row as never;
           }),
         )

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import fc from 'fast-check';
-import { addValue, emptySketch, sketchPairs } from '../../src/domain/ddsketch.ts';
+import { addValue, emptySketch, mergeBins, sketchPairs } from '../../src/domain/ddsketch.ts';
 import {
   ANY_VALUE,
   DimValues,
@@ -14,6 +14,8 @@ import {
   RollupBatch,
   type RollupRecord,
   SCALAR_METRICS,
+  columnBins,
+  joinBins,
   recordFacts,
 } from '../../src/domain/rollups.ts';
 
@@ -106,5 +108,26 @@ test('a batch sums its records per group: counts, sums, min, max and bins', () =
       },
     ),
     { numRuns: 150 },
+  );
+});
+
+test("a scalar row's sketches joined in one list come apart column by column, and merge as one", () => {
+  const pairs = fc
+    .uniqueArray(fc.integer({ min: 0, max: 171_801 }), { maxLength: 20 })
+    .map((codes) => codes.sort((a, b) => a - b).flatMap((c) => [c, 1 + (c % 5)]));
+  const row = fc.array(fc.option(pairs, { nil: null }), {
+    minLength: SCALAR_METRICS.length,
+    maxLength: SCALAR_METRICS.length,
+  });
+  fc.assert(
+    fc.property(row, row, (a, b) => {
+      const agg = (bins: number[] | null) => (bins ? { c: 1, s: 0, t: 0, lo: null, hi: null, bins } : null);
+      const ja = joinBins(a.map(agg));
+      for (let i = 0; i < ja.length - 2; i += 2) assert.ok(ja[i] < ja[i + 2], 'ascending');
+      a.forEach((bins, i) => assert.deepEqual(columnBins(ja, i), bins ?? []));
+      const merged = mergeBins(ja, joinBins(b.map(agg)));
+      a.forEach((bins, i) => assert.deepEqual(columnBins(merged, i), mergeBins(bins ?? [], b[i] ?? [])));
+    }),
+    { numRuns: 200 },
   );
 });

@@ -22,10 +22,11 @@ const SCALAR_METRICS = [
  * Dashboard rollups (domain/rollups.ts, store/rollups.ts), kept by ingestion:
  * - rollup_counts: the records per log stream, group column (dim), hour and value;
  * - rollup_scalars: per log stream, dim, value and hour, for each record column kept as a metric:
- *   numbers that add on upsert (c_, s_, t_<col>), min and max (lo_, hi_<col>) and the DDSketch bins
- *   (b_<col>; SQLite: a blob of int32 code/count pairs; PostgreSQL: int4[] of the same pairs, merged
- *   by rollup_bins_merge; SQLite's is a function of the writer). One row per group, not per group
- *   and column: a batch's upserts are about a quarter as many;
+ *   numbers that add on upsert (c_, s_, t_<col>), min and max (lo_, hi_<col>), and the columns'
+ *   DDSketch bins in one list (`bins`, the column's index in each code: domain/rollups.ts joinBins;
+ *   SQLite: a blob of int32 code/count pairs; PostgreSQL: int4[] of the same pairs, merged by
+ *   rollup_bins_merge; SQLite's is a function of the writer). One row per group, not per group and
+ *   column, and one sketch merge a row: a batch's upserts are about a quarter as many;
  * - rollups: the same per metric key (scores, `m:<key>`), one row per log stream, dim, value, key
  *   and hour (the keys are not known in advance);
  * - rollup_dirty: hours whose min and max may be stale until recomputed from the records;
@@ -81,8 +82,8 @@ export async function up(db: Kysely<any>): Promise<void> {
       .addColumn(`s_${col}`, 'double precision', (c) => c.notNull().defaultTo(0))
       .addColumn(`t_${col}`, 'bigint', (c) => c.notNull().defaultTo(0))
       .addColumn(`lo_${col}`, 'double precision')
-      .addColumn(`hi_${col}`, 'double precision')
-      .addColumn(`b_${col}`, pg ? sql`int4[]` : 'blob');
+      .addColumn(`hi_${col}`, 'double precision');
+  scalars = scalars.addColumn('bins', pg ? sql`int4[]` : 'blob');
   await withoutRowid(
     scalars.addPrimaryKeyConstraint('rollup_scalars_pk', ['run_id', 'dim', 'hour', 'value']),
   ).execute();
