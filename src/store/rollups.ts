@@ -14,9 +14,7 @@ import {
   ANY_VALUE,
   type Agg,
   COUNT_COL,
-  type CountRow,
   DimValues,
-  type MetricRow,
   ROLLUP_BUCKET_US,
   ROLLUP_RECORD_COLUMNS,
   type ReadRow,
@@ -107,6 +105,21 @@ function scalarUpsert(cols: readonly number[], rows: number, pg: boolean): strin
   return pg ? build() : cached(`s${cols.join(',')}x${rows}`, build);
 }
 
+/** PostgreSQL's upsert of scalar rows given as one array a column (`types`, the last the bins as text). */
+function scalarUpsertPg(cols: readonly number[], types: readonly string[]): string {
+  return cached(`sp${cols.join(',')}`, () => {
+    const values = scalarUpsert(cols, 1, true);
+    const names = values.slice(values.indexOf('(') + 1, values.indexOf(')'));
+    const set = values.slice(values.indexOf('do update set'));
+    const params = types.map((t, k) => `$${k + 1}::${t}[]`).join(', ');
+    const aliases = types.map((_, k) => `a${k}`);
+    const picked = aliases.map((a, k) => (k === aliases.length - 1 ? `${a}::int4[]` : a)).join(', ');
+    return `insert into rollup_scalars as r (${names})
+  select ${picked} from unnest(${params}) as u(${aliases.join(', ')})
+  on conflict (run_id, dim, hour, value) ${set}`;
+  });
+}
+
 /** A scalar row's arguments for the columns `cols`: bins as a blob (SQLite) or an array (PostgreSQL). */
 function scalarArgs(r: ScalarRow, cols: readonly number[], pg: boolean, into: unknown[]): void {
   into.push(r.run_id, r.dim, r.value, r.hour);
@@ -130,24 +143,6 @@ export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, 
 export const SQLITE_OVERFLOW =
   'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
 export const SQLITE_GAP = 'insert into rollup_gaps (run_id) values (?) on conflict do nothing';
-
-/** A count row's statement arguments (both stores). */
-export const countArgs = (r: CountRow): unknown[] => [r.run_id, r.dim, r.hour, r.value, r.n];
-
-/** A metric row's statement arguments: bins as a blob (SQLite) or an array (PostgreSQL). */
-export const metricArgs = (r: MetricRow, pg: boolean): unknown[] => [
-  r.run_id,
-  r.dim,
-  r.value,
-  r.col,
-  r.hour,
-  r.c,
-  r.s,
-  r.t,
-  r.lo,
-  r.hi,
-  pg ? r.bins : encodeBins(r.bins),
-];
 
 /** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
 export function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
@@ -214,8 +209,6 @@ const pgLock = (runId: string, shared: boolean) =>
     ? sql`select pg_advisory_xact_lock_shared(hashtext(${`rollups:${runId}`}))`
     : sql`select pg_advisory_xact_lock(hashtext(${`rollups:${runId}`}))`;
 
-const PG_CHUNK = 500;
-
 /** PostgreSQL: a batch's rollup writes on the ingest transaction's client. */
 export async function pgWriteRollups(
   client: { query: (text: string, values?: unknown[]) => Promise<unknown> },
@@ -225,42 +218,73 @@ export async function pgWriteRollups(
   if (batch.empty) return;
   for (const runId of [...new Set(runIds)].sort())
     await client.query('select pg_advisory_xact_lock_shared(hashtext($1))', [`rollups:${runId}`]);
+  // Each table's rows in key order (rows lock in it), as arrays a column (unnest): a statement of
+  // a few parameters whatever the rows, which PostgreSQL parses and plans once.
   const { counts, scalars, metrics } = batch.rows();
-  for (let i = 0; i < counts.length; i += PG_CHUNK) {
-    const values: unknown[] = [];
-    const tuples = counts.slice(i, i + PG_CHUNK).map((r) => {
-      const b = values.push(...countArgs(r)) - 5;
-      return `($${b + 1}, $${b + 2}, $${b + 3}::bigint, $${b + 4}, $${b + 5}::bigint)`;
-    });
+  if (counts.length)
     await client.query(
-      `insert into rollup_counts as r ${COUNT_COLUMNS} values ${tuples.join(', ')}
+      `insert into rollup_counts as r ${COUNT_COLUMNS}
+       select * from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[])
        on conflict (run_id, dim, hour, value) do update set n = r.n + excluded.n`,
-      values,
+      [
+        counts.map((r) => r.run_id),
+        counts.map((r) => r.dim),
+        counts.map((r) => r.hour),
+        counts.map((r) => r.value),
+        counts.map((r) => r.n),
+      ],
     );
+  if (scalars.length) {
+    const cols = columnsOf(scalars);
+    const arrays: unknown[][] = [
+      scalars.map((r) => r.run_id),
+      scalars.map((r) => r.dim),
+      scalars.map((r) => r.value),
+      scalars.map((r) => r.hour),
+    ];
+    const types = ['text', 'text', 'text', 'int8'];
+    for (const i of cols) {
+      const of = (f: (a: Agg) => unknown, absent: unknown) =>
+        scalars.map((r) => {
+          const a = r.cols[i];
+          return a ? f(a) : absent;
+        });
+      arrays.push(
+        of((a) => a.c, 0),
+        of((a) => a.s, 0),
+        of((a) => a.t, 0),
+        of((a) => a.lo, null),
+        of((a) => a.hi, null),
+      );
+      types.push('int8', 'float8', 'int8', 'float8', 'float8');
+    }
+    arrays.push(scalars.map((r) => `{${joinBins(r.cols).join(',')}}`));
+    types.push('text');
+    await client.query(scalarUpsertPg(cols, types), arrays);
   }
-  // In key order (rows lock in it); each statement names the columns its rows carry.
-  for (let i = 0; i < scalars.length; i += PG_CHUNK) {
-    const part = scalars.slice(i, i + PG_CHUNK);
-    const cols = columnsOf(part);
-    const values: unknown[] = [];
-    for (const r of part) scalarArgs(r, cols, true, values);
-    await client.query(scalarUpsert(cols, part.length, true), values);
-  }
-  for (let i = 0; i < metrics.length; i += PG_CHUNK) {
-    const values: unknown[] = [];
-    const tuples = metrics.slice(i, i + PG_CHUNK).map((r) => {
-      const b = values.push(...metricArgs(r, true)) - 11;
-      const p = (k: number) => `$${b + k}`;
-      return `(${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, ${p(5)}::bigint, ${p(6)}::bigint, ${p(7)}::float8, ${p(8)}::bigint, ${p(9)}::float8, ${p(10)}::float8, ${p(11)}::int4[])`;
-    });
+  if (metrics.length)
     await client.query(
-      `insert into rollups as r ${METRIC_COLUMNS} values ${tuples.join(', ')}
+      `insert into rollups as r ${METRIC_COLUMNS}
+       select a, b, c, d, e, f, g, h, i, j, k::int4[] from unnest($1::text[], $2::text[], $3::text[], $4::text[],
+         $5::int8[], $6::int8[], $7::float8[], $8::int8[], $9::float8[], $10::float8[], $11::text[])
+         as u(a, b, c, d, e, f, g, h, i, j, k)
        on conflict (run_id, dim, col, hour, value) do update set c = r.c + excluded.c, s = r.s + excluded.s,
        t = r.t + excluded.t, lo = least(r.lo, excluded.lo), hi = greatest(r.hi, excluded.hi),
        bins = rollup_bins_merge(r.bins, excluded.bins)`,
-      values,
+      [
+        metrics.map((r) => r.run_id),
+        metrics.map((r) => r.dim),
+        metrics.map((r) => r.value),
+        metrics.map((r) => r.col),
+        metrics.map((r) => r.hour),
+        metrics.map((r) => r.c),
+        metrics.map((r) => r.s),
+        metrics.map((r) => r.t),
+        metrics.map((r) => r.lo),
+        metrics.map((r) => r.hi),
+        metrics.map((r) => `{${r.bins.join(',')}}`),
+      ],
     );
-  }
   for (const d of batch.dirtyHours())
     await client.query('insert into rollup_dirty (run_id, hour) values ($1, $2) on conflict do nothing', [
       d.run_id,
