@@ -109,6 +109,28 @@ export function decodeBins(v: unknown): ArrayLike<number> {
 }
 
 /**
+ * Pairs out of PostgreSQL's binary form of an int4[] (`array_send`, read as bytea: node-postgres
+ * hands it over as a Buffer, far cheaper than parsing the array's text): a header of dimensions,
+ * then each element as its length and its big-endian value.
+ */
+export function decodeArraySend(v: unknown): number[] {
+  if (v === null || v === undefined) return [];
+  const b = Buffer.isBuffer(v) ? v : Buffer.from(v as Uint8Array);
+  const ndim = b.readInt32BE(0);
+  if (ndim === 0) return [];
+  let at = 12 + 8 * ndim;
+  const out: number[] = [];
+  while (at + 8 <= b.length) {
+    const len = b.readInt32BE(at);
+    at += 4;
+    if (len < 0) continue;
+    out.push(b.readInt32BE(at));
+    at += len;
+  }
+  return out;
+}
+
+/**
  * Two stored sketches' pairs merged (codes ascending, counts added, zero counts dropped): the SQLite
  * writer's rollup_bins_merge (store/writer-thread.js has the same over blobs).
  */

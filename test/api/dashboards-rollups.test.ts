@@ -150,5 +150,92 @@ for (const store of storesUnderTest()) {
       for (const k of [0, 1, 3]) assert.deepEqual(second.widgets[k].series, first.widgets[k].series);
       assert.equal(second.widgets[0].series[0].total + second.widgets[0].series[1].total, 50);
     });
+
+    test('recomputed costs and written scores keep rollup answers equal to the scan', async () => {
+      // A score key the project knows (an unknown metric answers 422).
+      const seed = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `seed-${randomUUID()}` })
+      ).body.id;
+      await ingestTraces(s, projectId, seed, [{ name: 'seed', metrics: { quality: 1 } }]);
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `cost-${randomUUID()}` })
+      ).body.id;
+      const spanIds: string[] = [];
+      const traces = Array.from({ length: 24 }, (_, i) => {
+        const id = randomUUID();
+        spanIds.push(id);
+        return {
+          name: 't',
+          created_at: iso(T0 + i * 13 * 60e6),
+          spans: [
+            {
+              id,
+              type: 'llm',
+              name: 'call',
+              model: i % 2 ? 'acme-1' : 'gpt-4o',
+              created_at: iso(T0 + i * 13 * 60e6 + 1e6),
+              metrics: { num_input_tokens: 1000 * (i + 1), num_output_tokens: 10 * i },
+            },
+          ],
+        };
+      });
+      await ingestTraces(s, projectId, ls, traces);
+      const widgets: [string, string][] = [
+        ['metrics/cost', 'Sum'],
+        ['metrics/cost', 'Count'],
+        ['metrics/cost', 'Average'],
+        ['metrics/cost', 'P95'],
+        ['metrics/quality', 'Sum'],
+        ['metrics/quality', 'Count'],
+      ];
+      const rollup = await query(ls, { group_by: 'model' }, widgets);
+      const scan = await query(ls, { group_by: 'model', filter_tree: EVERYTHING }, widgets);
+      const same = async (what: string) => {
+        const [a, b] = [await rollup(), await scan()];
+        assert.equal(a.answered_by, 'rollup', `${what}: ${a.fallback_reason}`);
+        assert.deepEqual(a.groups, b.groups, what);
+        a.widgets.forEach((w: any, wi: number) =>
+          w.series.forEach((x: any, gi: number) => {
+            const y = b.widgets[wi].series[gi];
+            [...x.values, x.total].forEach((v: number | null, k: number) => {
+              const e = k < x.values.length ? y.values[k] : y.total;
+              const label = `${what}: ${w.aggregation}(${w.metric}) ${x.group} #${k}: ${v} vs ${e}`;
+              if (v === null || e === null) assert.equal(v, e, label);
+              else if (w.aggregation === 'P95')
+                assert.ok(Math.abs(v - e) <= 0.01 * Math.abs(e) + 1e-12, label);
+              else assert.ok(Math.abs(v - e) <= 1e-9 * Math.max(1, Math.abs(e)), label);
+            });
+          }),
+        );
+        return a;
+      };
+      const before = await same('as ingested');
+      const acmeCost = () => before.widgets[0].series.find((x: any) => x.group === 'acme-1')?.total ?? null;
+      assert.equal(acmeCost(), null, 'acme-1 has no price yet');
+
+      // A price for acme-1, then the run priced again: its spans get costs (an update of each).
+      const price = await s.call('POST', `/v2/projects/${projectId}/model_prices`, {
+        model_pattern: 'acme-.*',
+        input_price_per_million: 2,
+        output_price_per_million: 2,
+      });
+      assert.equal(price.status, 200, price.text);
+      const re = await s.call('POST', `/v2/projects/${projectId}/recompute-metrics`, { log_stream_id: ls });
+      assert.equal(re.status, 200, re.text);
+      assert.ok(re.body.records_updated >= 12, JSON.stringify(re.body));
+      const priced = await same('after recompute-metrics');
+      assert.ok(priced.widgets[0].series.find((x: any) => x.group === 'acme-1').total > 0);
+
+      // Scores written by the background scorers (an update through ingestion).
+      for (const [k, id] of spanIds.entries())
+        await s.running.services.ingest.writeScore(projectId, ls, id, 'quality', k % 3 === 0 ? null : k / 10);
+      const scored = await same('after scores');
+      assert.ok(scored.widgets[5].series.reduce((n: number, x: any) => n + x.total, 0) > 0);
+
+      // And once the changed hours are recomputed from the records.
+      await s.running.services.widgetData.settled();
+      await s.running.services.widgetData.recomputeAll(ls);
+      await same('after the recompute of changed hours');
+    });
   });
 }

@@ -146,5 +146,33 @@ export async function up(db: Kysely<any>): Promise<void> {
         return out;
       end
       $$`.execute(db);
+    // One column's part of a scalar row's joined list (domain/rollups.ts joinBins: the column's
+    // index above bit 18 of each code, codes ascending): found by bisection, cut by a slice, so that
+    // a dashboard reads only the sketch it asks for.
+    await sql`
+      create or replace function rollup_bins_column(bins int4[], col int) returns int4[]
+      language plpgsql immutable parallel safe as $$
+      declare
+        n int := coalesce(array_length(bins, 1), 0) / 2;
+        lo int;
+        hi int;
+        mid int;
+        first int;
+      begin
+        lo := 0; hi := n;
+        while lo < hi loop
+          mid := (lo + hi) / 2;
+          if bins[2 * mid + 1] < col * 262144 then lo := mid + 1; else hi := mid; end if;
+        end loop;
+        first := lo;
+        hi := n;
+        while lo < hi loop
+          mid := (lo + hi) / 2;
+          if bins[2 * mid + 1] < (col + 1) * 262144 then lo := mid + 1; else hi := mid; end if;
+        end loop;
+        if lo = first then return '{}'; end if;
+        return bins[2 * first + 1 : 2 * lo];
+      end
+      $$`.execute(db);
   }
 }
