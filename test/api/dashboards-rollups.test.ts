@@ -194,7 +194,7 @@ for (const store of storesUnderTest()) {
         const [a, b] = [await rollup(), await scan()];
         assert.equal(a.answered_by, 'rollup', `${what}: ${a.fallback_reason}`);
         assert.deepEqual(a.groups, b.groups, what);
-        a.widgets.forEach((w: any, wi: number) =>
+        a.widgets.forEach((w: any, wi: number) => {
           w.series.forEach((x: any, gi: number) => {
             const y = b.widgets[wi].series[gi];
             [...x.values, x.total].forEach((v: number | null, k: number) => {
@@ -205,8 +205,8 @@ for (const store of storesUnderTest()) {
                 assert.ok(Math.abs(v - e) <= 0.01 * Math.abs(e) + 1e-12, label);
               else assert.ok(Math.abs(v - e) <= 1e-9 * Math.max(1, Math.abs(e)), label);
             });
-          }),
-        );
+          });
+        });
         return a;
       };
       const before = await same('as ingested');

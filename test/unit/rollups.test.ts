@@ -124,9 +124,13 @@ test("a scalar row's sketches joined in one list come apart column by column, an
       const agg = (bins: number[] | null) => (bins ? { c: 1, s: 0, t: 0, lo: null, hi: null, bins } : null);
       const ja = joinBins(a.map(agg));
       for (let i = 0; i < ja.length - 2; i += 2) assert.ok(ja[i] < ja[i + 2], 'ascending');
-      a.forEach((bins, i) => assert.deepEqual(columnBins(ja, i), bins ?? []));
+      a.forEach((bins, i) => {
+        assert.deepEqual(columnBins(ja, i), bins ?? []);
+      });
       const merged = mergeBins(ja, joinBins(b.map(agg)));
-      a.forEach((bins, i) => assert.deepEqual(columnBins(merged, i), mergeBins(bins ?? [], b[i] ?? [])));
+      a.forEach((bins, i) => {
+        assert.deepEqual(columnBins(merged, i), mergeBins(bins ?? [], b[i] ?? []));
+      });
     }),
     { numRuns: 200 },
   );
