@@ -6,6 +6,7 @@
  * transition is recorded and notified once), with its history kept.
  */
 import { type Comparison, holds, transition } from '../domain/alerts.ts';
+import { rejectUnstorable } from '../domain/text.ts';
 import type { Clock } from '../domain/clock.ts';
 import type { Aggregation } from '../domain/dashboards.ts';
 import { type ErrorItem, ValidationError, notFound } from '../domain/errors.ts';
@@ -346,6 +347,7 @@ export class AlertsService {
   }
 
   private async check(projectId: string, input: AlertInput): Promise<void> {
+    rejectUnstorable(['body', 'name'], input.name);
     const faults: ErrorItem[] = [];
     await this.columns.checkMetric(projectId, input.metric, input.aggregation, faults);
     if (input.filter_tree)

@@ -1112,6 +1112,24 @@ for (const store of storesUnderTest()) {
       });
       assert.equal(azure.status, 422, azure.text);
       assert.deepEqual(azure.body.detail[0].loc, ['body', 'api_version']);
+      // An alert's name, created or changed (PostgreSQL answered 500 to a PATCH, seed 460860597).
+      const ls = (await s.call('POST', `/v2/projects/${project}/log_streams`, { name: 'alerts' })).body.id;
+      const alerts = `/v2/projects/${project}/log_streams/${ls}/alerts`;
+      const rule = {
+        metric: 'duration_ns',
+        aggregation: 'Max',
+        window_minutes: 5,
+        comparison: 'gt',
+        threshold: 1,
+      };
+      const nul = await s.call('POST', alerts, { ...rule, name: '\u0000' });
+      assert.equal(nul.status, 422, nul.text);
+      assert.deepEqual(nul.body.detail[0].loc, ['body', 'name']);
+      const made = await s.call('POST', alerts, { ...rule, name: 'slow' });
+      assert.equal(made.status, 200, made.text);
+      const patched = await s.call('PATCH', `${alerts}/${made.body.id}`, { name: 'a\u0000' });
+      assert.equal(patched.status, 422, patched.text);
+      assert.deepEqual(patched.body.detail[0].loc, ['body', 'name']);
       const list = await s.call('GET', '/v2/projects?project_name=%00');
       assert.equal(list.status, 200, list.text);
       assert.deepEqual(list.body, []);
