@@ -181,10 +181,15 @@ export function llmTasksOf(row: RecordRow, sc: RunScoring): ScoreTask[] {
       scorerId: s.id,
       versionId: s.versionId,
       runId: row.run_id,
-      reason: sc.pausedReason ? `paused: ${sc.pausedReason}` : 'queued',
+      reason: waitReason(sc.pausedReason),
     });
   }
   return out;
+}
+
+/** Why an LLM task waits: queued, or its run's judges are paused (with the pause's cause). */
+export function waitReason(pausedReason: string | null | undefined): string {
+  return pausedReason ? `paused: ${pausedReason}` : 'queued';
 }
 
 /** A task as the job queue keeps it (store/jobs.ts NewJob). */

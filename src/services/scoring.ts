@@ -26,6 +26,7 @@ import {
   scoreInline,
   scoreJobOf,
   tasksOfBatch,
+  waitReason,
 } from '../domain/scoring-plan.ts';
 import { DAY_US } from '../domain/ingest-plan.ts';
 import { nowUs, parseTimestamp } from '../domain/time.ts';
@@ -202,8 +203,7 @@ export class ScoringService {
     const projectId = job.projectId as string;
     const runId = job.runId as string;
     const sc = (await this.forProject(projectId)).get(runId);
-    const reason = sc?.pausedReason ? `paused: ${sc.pausedReason}` : 'queued';
-    const tasks = tasksOfBatch(job.payload as ScoreBatch, runId, reason);
+    const tasks = tasksOfBatch(job.payload as ScoreBatch, runId, waitReason(sc?.pausedReason));
     // A record deleted since its write leaves no task (nor a result row that outlives it).
     const live = await this.repo.existing(projectId, [...new Set(tasks.map((t) => t.recordId))]);
     return this.writeTasks(
@@ -231,11 +231,12 @@ export class ScoringService {
     const results = new Map<string, ResultRow>();
     for (const r of await this.repo.results(scored.map((r) => r.id)))
       results.set(`${r.record_id}:${r.scorer_id}`, r);
-    await this.addBatched(scored, runs, results);
+    const views = new Map(scored.map((rec) => [rec.id as string, apiView(rec)]));
+    await this.addBatched(scored, views, runs, results);
     for (const rec of scored) {
       const sc = runs.get(rec.run_id) as RunScoring;
       const info: Obj = {};
-      const view = apiView(rec);
+      const view = views.get(rec.id) as ScoreView;
       for (const s of sc.scorers) {
         const entry = infoOf(s, sc, view, rec.metrics ?? {}, results.get(`${rec.id}:${s.id}`));
         if (entry) info[s.name] = entry;
@@ -245,13 +246,26 @@ export class ScoringService {
     return out;
   }
 
-  /** A task still in its batch (not expanded into a `score` job) has no result row: it is queued. */
-  private async addBatched(records: Obj[], runs: Map<string, RunScoring>, results: Map<string, ResultRow>) {
-    const waiting = records.filter((rec) =>
-      (runs.get(rec.run_id) as RunScoring).scorers.some(
-        (s) => s.kind === 'llm' && !results.has(`${rec.id}:${s.id}`),
-      ),
-    );
+  /**
+   * A task still in its batch (not expanded into a `score` job) has no result row: it is queued.
+   * Looked up only for records an LLM scorer takes and that have no row (not for sampled-out ones).
+   */
+  private async addBatched(
+    records: Obj[],
+    views: Map<string, ScoreView>,
+    runs: Map<string, RunScoring>,
+    results: Map<string, ResultRow>,
+  ) {
+    const waiting = records.filter((rec) => {
+      const sc = runs.get(rec.run_id) as RunScoring;
+      const view = views.get(rec.id) as ScoreView;
+      return sc.scorers.some(
+        (s) =>
+          s.kind === 'llm' &&
+          !results.has(`${rec.id}:${s.id}`) &&
+          decide(s, view, sc.segments).state === 'score',
+      );
+    });
     if (!waiting.length) return;
     const stamps = new Set<number>();
     for (const rec of waiting) {
@@ -325,7 +339,7 @@ export class ScoringService {
     const settings = await this.repo.settings(run.id);
     const counts = await this.repo.resultCounts(run.id);
     for (const [scorerId, n] of await this.repo.batchedCounts(run.id)) {
-      const reason = settings?.paused_reason ? `paused: ${settings.paused_reason}` : 'queued';
+      const reason = waitReason(settings?.paused_reason);
       const same = counts.find(
         (c) => c.scorer_id === scorerId && c.status === 'pending' && c.reason === reason,
       );
@@ -425,7 +439,7 @@ function infoOf(
     return { status_type: 'success', ...r.info };
   }
   if (r.status === 'pending' || r.status === 'computing')
-    return { status_type: r.status, message: sc.pausedReason ? `paused: ${sc.pausedReason}` : r.reason };
+    return { status_type: r.status, message: sc.pausedReason ? waitReason(sc.pausedReason) : r.reason };
   return { status_type: r.status, message: r.reason };
 }
 
