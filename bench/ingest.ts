@@ -56,6 +56,11 @@ const { values: args } = parseArgs({
     'session-requests': { type: 'boolean', default: false },
     /** Diagnosis: indexes to drop (comma-separated) before either phase, e.g. the text indexes. */
     'drop-index': { type: 'string', default: '' },
+    /**
+     * Ingestion with the dashboard rollups against without (SPANBASE_ROLLUPS=off), same run: the
+     * HTTP phase this many times each way, alternating (without first), then the ratio of the rates.
+     */
+    'rollups-compare': { type: 'string', default: '0' },
   },
 });
 const store = args.store as 'sqlite' | 'postgres';
@@ -106,7 +111,7 @@ async function prepareStore(config: ReturnType<typeof loadConfig>) {
   return s;
 }
 
-async function httpPhase() {
+async function httpPhase(env: Record<string, string> = {}) {
   const schema = `bench_${process.pid}_http`;
   if (store === 'postgres') await createPgSchema(pgUrl as string, schema);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-bench-ingest-'));
@@ -119,7 +124,7 @@ async function httpPhase() {
     );
     await prepared.close();
   }
-  const server = await startChildServer({ port, store, databaseUrl: pgUrl, pgSchema: schema, dataDir });
+  const server = await startChildServer({ port, store, databaseUrl: pgUrl, pgSchema: schema, dataDir, env });
   try {
     const p = await call(server, 'POST', '/v2/projects', { name: `bench-${Date.now()}` });
     const ls = await call(server, 'POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'bench' });
@@ -343,6 +348,28 @@ async function rawPhase() {
 console.log(
   `ingest benchmark: store=${store} records=${total} batch≈${batch} concurrency=${concurrency} (${os.cpus().length} cores)`,
 );
+const compareRounds = Number(args['rollups-compare']);
+if (compareRounds > 0) {
+  const rates: Record<'off' | 'on', number[]> = { off: [], on: [] };
+  for (let i = 0; i < compareRounds; i++) {
+    for (const mode of ['off', 'on'] as const) {
+      const h = await httpPhase({ SPANBASE_ROLLUPS: mode });
+      rates[mode].push(rate(h.records, h.ms));
+      console.log(
+        `rollups ${mode.padEnd(3)}: ${h.records} records in ${(h.ms / 1000).toFixed(1)} s = ${rate(h.records, h.ms)} records/s` +
+          ` · searchable ${rate(h.records, h.searchableMs)} records/s · server CPU ${((h.burstCpu * 1000) / h.records).toFixed(1)} µs/record · peak RSS ${mb(h.peak)} · disk ${mb(h.disk)}`,
+      );
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+  const on = median(rates.on);
+  const off = median(rates.off);
+  console.log(
+    `rollups: with ${on} records/s, without ${off} records/s (medians of ${compareRounds}) = ${(on / off).toFixed(2)}× (target ≥ 0.9)` +
+      ` · rounds: with ${rates.on.join(', ')} · without ${rates.off.join(', ')}`,
+  );
+  process.exit(0);
+}
 let http: Awaited<ReturnType<typeof httpPhase>> | null = null;
 if (!args['skip-http']) {
   http = await httpPhase();

@@ -55,6 +55,8 @@ export interface ModelSeen {
 export interface Plan {
   inserts: RecordRow[];
   updates: RecordRow[];
+  /** The stored rows the updates replace, in the same order (the dashboard rollups take them off). */
+  replaced: RecordRow[];
   newTraces: number;
   newSpans: number;
   tokenUsage: TokenDelta[];
@@ -623,6 +625,7 @@ export class Planner {
     this.aggregateSessions();
     const inserts: RecordRow[] = [];
     const updates: RecordRow[] = [];
+    const replaced: RecordRow[] = [];
     const cat = new Map<string, CatalogueEntry>();
     const see = (column: string, type: string, v: Scalar, at: number) => {
       const dt = catalogueDataType(v);
@@ -656,6 +659,7 @@ export class Planner {
       if (e.old) {
         row.updated_at = this.ctx.now;
         updates.push(row);
+        replaced.push(e.old);
       } else inserts.push(row);
       const scoring = this.ctx.scoring?.(row.run_id);
       if (scoring) {
@@ -674,6 +678,7 @@ export class Planner {
     return {
       inserts,
       updates,
+      replaced,
       newTraces: this.newTraces,
       newSpans: this.newSpans,
       tokenUsage: [...this.tokens.values()].filter(

@@ -77,6 +77,9 @@ export function assemble(a: {
   specOf: Map<string, { key: string }>;
   cells: CellRow[];
   percentileTotals: CellRow[] | null;
+  /** Whether the dashboard rollups answered or the records were scanned, and why not rollups. */
+  answered_by?: 'rollup' | 'scan';
+  fallback_reason?: string | null;
 }) {
   const totals = totalsOf(a.cells, a.percentileTotals);
   const shown = a.shown;
@@ -92,6 +95,8 @@ export function assemble(a: {
     buckets: Array.from({ length: a.layout.count }, (_, i) => a.layout.first + i * a.layout.size),
     groups: shown.map((g) => presentGroup(g, a.group)),
     other_groups: a.group ? Math.max(0, a.groupCount - shown.length) : 0,
+    answered_by: a.answered_by ?? 'scan',
+    fallback_reason: a.fallback_reason ?? null,
     widgets: a.widgets.map((w) => {
       const spec = a.specOf.get(w.id);
       const agg = w.aggregation as Aggregation;

@@ -177,6 +177,16 @@ export const DashboardData = Type.Object({
     description: 'The group_by values shown (most records first), or [null] without group_by',
   }),
   other_groups: Type.Integer({ description: 'How many more group values matched but are not shown' }),
+  answered_by: Type.Union([Type.Literal('rollup'), Type.Literal('scan')], {
+    description:
+      'How the data was computed. `rollup`: from aggregates kept per hour and group as records arrive (Count, Sum, Average, Min, Max, PercentageTrue and PercentageFalse exact, equal to a scan; P50, P90, P95 and P99 from a DDSketch, within 1% relative error of the exact percentile). `scan`: from every record of the range (percentiles exact); `fallback_reason` says why the rollups could not answer.',
+  }),
+  fallback_reason: Nullable(
+    Type.String({
+      description:
+        'Why the records were scanned instead of the rollups (null when answered by rollup): a filter_tree, an interval that is not whole hours, a group_by or metric the rollups do not keep (they keep type, name, model, metadata keys of at most 200 values per log stream and scores; record columns and scores as metrics), a log stream with records from before rollups, or many recently changed hours.',
+    }),
+  ),
   widgets: Type.Array(
     Type.Object({
       id: Uuid,

@@ -11,6 +11,7 @@ import { DatasetsRepo } from '../store/datasets.ts';
 import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { leasesOf } from '../store/leases.ts';
+import { RollupsRepo } from '../store/rollups.ts';
 import { RecordDeletes } from '../store/record-deletes.ts';
 import { RecordSelection } from '../store/record-selection.ts';
 import { RetentionRepo } from '../store/retention.ts';
@@ -230,6 +231,7 @@ export function createServices(
     dashboardAccess,
     read.widgetCells,
     dashboardColumns,
+    new RollupsRepo(store),
   );
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
   const modelCallsRepo = new ModelCallsRepo(store.db);

@@ -11,8 +11,26 @@ import { type ErrorItem, ValidationError } from '../domain/errors.ts';
 import { NEEDS, assemble } from '../domain/widget-series.ts';
 import { parseJson } from '../store/db.ts';
 import type { DashboardsRepo } from '../store/dashboards.ts';
+import type { CellRow } from '../domain/cell-columns.ts';
 import type { ColumnDef } from '../query/columns.ts';
-import type { MetricSpec, WidgetCellsStore } from '../store/widget-cells.ts';
+import {
+  COUNT_COL,
+  ROLLUP_BUCKET_US,
+  type RollupMetric,
+  SCALAR_DIMS,
+  SCALAR_METRICS,
+  rollupCells,
+  valueKey,
+} from '../domain/rollups.ts';
+import { NEVER_NULL } from '../query/columns.ts';
+import type { RollupsRepo } from '../store/rollups.ts';
+import {
+  type CellQuery,
+  type MetricSpec,
+  type WidgetCells,
+  type WidgetCellsStore,
+  shownGroups,
+} from '../store/widget-cells.ts';
 import type { Caller } from './auth.ts';
 import type { DashboardAccess } from './dashboard-access.ts';
 import { DashboardColumns, staticColumn, storedTree } from './dashboard-columns.ts';
@@ -26,7 +44,11 @@ export class WidgetDataService {
     private readonly access: DashboardAccess,
     private readonly cells: WidgetCellsStore,
     private readonly columns: DashboardColumns,
+    private readonly rollups: RollupsRepo | null = null,
   ) {}
+
+  /** Recomputes of dirty rollup hours under way, by log stream (one at a time each). */
+  private readonly recomputing = new Map<string, Promise<void>>();
 
   /** Stops the widget-data reader threads. */
   async close(): Promise<void> {
@@ -113,20 +135,23 @@ export class WidgetDataService {
     }
 
     const groupLimit = body.group_limit ?? DEFAULT_GROUP_LIMIT;
-    const result = await this.cells.cells(
-      {
-        runId: logStreamId,
-        startUs: range.start * 1e6,
-        endUs: range.end * 1e6,
-        firstUs: layout.first * 1e6,
-        sizeUs: layout.size * 1e6,
-        buckets: layout.count,
-        tree,
-        group: group && !group.multiValued ? group : null,
-        metrics: [...specs.values()],
-      },
-      groupLimit,
-    );
+    const q: CellQuery = {
+      runId: logStreamId,
+      startUs: range.start * 1e6,
+      endUs: range.end * 1e6,
+      firstUs: layout.first * 1e6,
+      sizeUs: layout.size * 1e6,
+      buckets: layout.count,
+      tree,
+      group: group && !group.multiValued ? group : null,
+      metrics: [...specs.values()],
+    };
+    const byRollup = await this.fromRollups(q, groupLimit);
+    const result = 'cells' in byRollup ? byRollup.cells : await this.cells.cells(q, groupLimit);
+    const answered = {
+      answered_by: 'cells' in byRollup ? ('rollup' as const) : ('scan' as const),
+      fallback_reason: 'cells' in byRollup ? null : byRollup.reason,
+    };
     return assemble({
       dashboardId,
       range,
@@ -140,8 +165,139 @@ export class WidgetDataService {
       specOf,
       cells: result.cells,
       percentileTotals: result.percentileTotals,
+      ...answered,
     });
   }
+
+  /**
+   * The widget cells from the dashboard rollups (store/rollups.ts), or why they cannot answer:
+   * filters, interval, group column or metric they do not keep, a log stream not rebuilt yet, an
+   * overflowing group column, too many changed hours. Dirty hours met are recomputed afterwards.
+   */
+  private async fromRollups(
+    q: CellQuery,
+    groupLimit: number,
+  ): Promise<{ cells: WidgetCells } | { reason: string }> {
+    if (!this.rollups) return { reason: 'rollups are not kept by this server' };
+    if (q.tree) return { reason: 'filter_tree: rollups answer dashboards without filters' };
+    if (q.sizeUs % ROLLUP_BUCKET_US !== 0 || q.firstUs % ROLLUP_BUCKET_US !== 0)
+      return { reason: 'interval_mins: rollups answer intervals of whole hours (multiples of 60)' };
+    const dim = q.group ? rollupDim(q.group) : '';
+    if (dim === null) return { reason: `group_by ${q.group!.id}: not kept in rollups` };
+    const metrics: RollupMetric[] = [];
+    for (const m of q.metrics) {
+      const col = rollupColumn(m);
+      if (col === null) return { reason: `metric ${m.column.id}: not kept in rollups` };
+      metrics.push({
+        key: m.key,
+        col,
+        needs: m.needs,
+        percentiles: m.percentiles,
+        totalPercentiles: m.totalPercentiles,
+      });
+    }
+    const cols = [...new Set(metrics.map((m) => m.col))];
+    const binCols = [
+      ...new Set(
+        metrics.filter((m) => m.percentiles.size > 0 || m.totalPercentiles.size > 0).map((m) => m.col),
+      ),
+    ];
+    let ranked: { shown: unknown[]; groupCount: number } = { shown: [], groupCount: 0 };
+    const read = await this.rollups.read(q.runId, dim, q.startUs, q.endUs, cols, binCols, (counts) => {
+      const byValue = new Map<unknown, number>();
+      for (const [key, n] of counts) byValue.set(JSON.parse(key), n);
+      ranked = shownGroups(q, byValue, groupLimit);
+      return new Set(ranked.shown.map(valueKey));
+    });
+    if ('reason' in read) {
+      if ('pending' in read && read.pending === 'recompute') this.recomputeDirty(q.runId);
+      if ('pending' in read && read.pending === 'rebuild') this.rebuild(q.runId);
+      return { reason: read.reason };
+    }
+    const answer = rollupCells(
+      { firstUs: q.firstUs, sizeUs: q.sizeUs, buckets: q.buckets, dim, metrics },
+      read.shown,
+      read.rows,
+      read.records,
+    );
+    if (read.dirty.length) this.recomputeDirty(q.runId);
+    if (!answer) return { reason: 'min or max of records without the group_by value: not kept in rollups' };
+    return {
+      cells: {
+        shown: ranked.shown,
+        groupCount: ranked.groupCount,
+        cells: answer.cells as CellRow[],
+        percentileTotals: q.metrics.some((m) => m.totalPercentiles.size > 0)
+          ? (answer.totals as CellRow[])
+          : null,
+      },
+    };
+  }
+
+  /** Recomputes a log stream's dirty rollup hours in the background (a batch at a time). */
+  private recomputeDirty(runId: string): void {
+    if (!this.rollups || this.recomputing.has(runId)) return;
+    const rollups = this.rollups;
+    const work = (async () => {
+      const hours = await rollups.dirtyHours(runId, 100);
+      await rollups.recompute(runId, hours);
+    })()
+      .catch(() => {})
+      .finally(() => this.recomputing.delete(runId));
+    this.recomputing.set(runId, work);
+  }
+
+  /**
+   * Builds a log stream's rollups from its records in the background (its records came before
+   * rollups were kept): one log stream at a time, hour by hour; its dashboards scan until done.
+   */
+  private rebuild(runId: string): void {
+    if (!this.rollups || this.recomputing.size > 0) return;
+    const rollups = this.rollups;
+    const work = rollups
+      .rebuild(runId, 1)
+      .catch(() => {})
+      .finally(() => this.recomputing.delete(runId));
+    this.recomputing.set(runId, work);
+  }
+
+  /** Recomputes every dirty rollup hour of a log stream now. */
+  async recomputeAll(runId: string): Promise<void> {
+    if (!this.rollups) return;
+    for (;;) {
+      const hours = await this.rollups.dirtyHours(runId, 500);
+      if (!hours.length) return;
+      await this.rollups.recompute(runId, hours);
+    }
+  }
+
+  /** Waits for the recomputes under way (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.recomputing.values()]);
+  }
+}
+
+/** The rollups' dim of a group column, or null when they do not keep it. */
+export function rollupDim(column: ColumnDef): string | null {
+  const src = column.source;
+  if (src.kind === 'scalar')
+    return (SCALAR_DIMS as readonly string[]).includes(src.column) ? src.column : null;
+  if (src.kind === 'json' && src.column === 'user_metadata') return `u:${src.key}`;
+  if (src.kind === 'json' && src.column === 'metrics') return `m:${src.key}`;
+  return null;
+}
+
+/** The rollups' column of a metric (COUNT_COL for the record count), or null when they do not keep it. */
+export function rollupColumn(m: MetricSpec): string | null {
+  const src = m.column.source;
+  if (src.kind === 'scalar') {
+    if ((SCALAR_METRICS as readonly string[]).includes(src.column)) return src.column;
+    // Count of a column every record has (id, type, name): the record count.
+    if (NEVER_NULL.has(src.column) && m.needs.size === 0 && m.percentiles.size === 0) return COUNT_COL;
+    return null;
+  }
+  if (src.kind === 'json' && src.column === 'metrics' && m.kind !== 'boolean') return `m:${src.key}`;
+  return null;
 }
 
 /** How a metric column is read for an aggregation: Count counts records that have the value (of a

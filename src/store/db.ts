@@ -12,6 +12,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.ts';
+import { decodeBins, encodeBins, mergeBins } from '../domain/ddsketch.ts';
 import { foldCase } from '../domain/text.ts';
 import {
   type Checkpointer,
@@ -136,6 +137,10 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   handle.pragma('case_sensitive_like = ON');
   handle.function('spanbase_fold', { deterministic: true }, (v: unknown) =>
     typeof v === 'string' ? foldCase(v) : v,
+  );
+  // Dashboard rollups' sketch merge (migration 032; the ingest writer has its own, writer-thread.js).
+  handle.function('rollup_bins_merge', { deterministic: true }, (a: unknown, b: unknown) =>
+    encodeBins(mergeBins(decodeBins(a), decodeBins(b))),
   );
   // The checkpoint thread starts once migrated: a migration may take the database out of WAL mode
   // for a moment (002), which another open connection would prevent.

@@ -13,10 +13,12 @@ import type pg from 'pg';
 import { newId } from '../domain/ids.ts';
 import type { CatalogueEntry, ModelSeen, Plan, TokenDelta } from '../domain/ingest-plan.ts';
 import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
+import { DimValues, RollupBatch, type RollupRecord } from '../domain/rollups.ts';
 import { scoreBatchesOf } from '../domain/scoring-plan.ts';
 import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
+import { SQLITE_GAP, pgWriteRollups, sqliteRollupSteps } from './rollups.ts';
 import { SqliteWriter, type Step } from './sqlite-writer.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
@@ -41,8 +43,25 @@ export interface IngestStore {
   close(): Promise<void>;
 }
 
-export function ingestStore(store: Store): IngestStore {
-  return store.dialect === 'sqlite' ? new SqliteIngest(store) : new PgIngest(store);
+export interface IngestOptions {
+  /**
+   * Keep the dashboard rollups (store/rollups.ts); default: unless SPANBASE_ROLLUPS=off. Without,
+   * the log streams written are marked as gaps (their dashboards scan until rebuilt).
+   */
+  rollups?: boolean;
+}
+
+export function ingestStore(store: Store, opts: IngestOptions = {}): IngestStore {
+  const rollups = opts.rollups ?? process.env.SPANBASE_ROLLUPS !== 'off';
+  return store.dialect === 'sqlite' ? new SqliteIngest(store, rollups) : new PgIngest(store, rollups);
+}
+
+/** A plan's records into a batch of rollup changes. */
+function addToRollups(batch: RollupBatch, plan: Plan, runId: string) {
+  for (const r of plan.inserts) batch.add(runId, r as unknown as RollupRecord);
+  plan.updates.forEach((r, i) => {
+    batch.replace(runId, plan.replaced[i] as unknown as RollupRecord, r as unknown as RollupRecord);
+  });
 }
 
 /**
@@ -160,8 +179,13 @@ class SqliteIngest implements IngestStore {
   private queuedRecords = 0;
   private draining: Promise<void> | null = null;
   private writerThread: SqliteWriter | null = null;
+  private readonly dims = new DimValues();
+  private readonly gapsMarked = new Set<string>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly rollups: boolean,
+  ) {}
 
   /** Started on the first write: the schema is migrated by then. */
   private get writer(): SqliteWriter {
@@ -233,6 +257,25 @@ class SqliteIngest implements IngestStore {
     return step.value;
   }
 
+  /** Sends a group's rollup changes (merged over its plans): one upsert per key. */
+  private applyRollups(results: FlowResult<unknown>[]): string[] {
+    const steps: Step[] = [];
+    const gaps: string[] = [];
+    if (!this.rollups) {
+      for (const res of results)
+        if (res.plan && !this.gapsMarked.has(res.runId)) {
+          steps.push([SQLITE_GAP, [res.runId]]);
+          gaps.push(res.runId);
+        }
+    } else {
+      const batch = new RollupBatch(this.dims);
+      for (const res of results) if (res.plan) addToRollups(batch, res.plan, res.runId);
+      steps.push(...sqliteRollupSteps(batch, SQLITE_CHUNK));
+    }
+    if (steps.length) this.writer.send(steps);
+    return gaps;
+  }
+
   /** Sends a plan's writes (their failure fails the commit). */
   private apply(res: FlowResult<unknown>) {
     if (!res.plan) return;
@@ -286,7 +329,9 @@ class SqliteIngest implements IngestStore {
         this.apply(res);
         results.push({ ok: true, value: res });
       }
+      const gaps = this.applyRollups(results.flatMap((r) => (r.ok ? [r.value] : [])));
       await this.writer.commit();
+      for (const runId of gaps) this.gapsMarked.add(runId);
     } catch (err) {
       await this.writer.rollback().catch(() => {});
       if (jobs.length > 1) {
@@ -357,8 +402,13 @@ class PgIngest implements IngestStore {
   private readonly updateSql = new Map<number, string>();
   /** The records table's column types, read once from the catalogue (for the VALUES of an update). */
   private columnTypes: Promise<Map<string, string>> | null = null;
+  private readonly dims = new DimValues();
+  private readonly gapsMarked = new Set<string>();
 
-  constructor(private readonly store: Store) {}
+  constructor(
+    private readonly store: Store,
+    private readonly rollups: boolean,
+  ) {}
 
   private get pool(): pg.Pool {
     return this.store.pool as pg.Pool;
@@ -558,8 +608,18 @@ class PgIngest implements IngestStore {
         if (res.plan) {
           const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
           await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000);
+          if (this.rollups) {
+            const batch = new RollupBatch(this.dims);
+            addToRollups(batch, res.plan, res.runId);
+            await pgWriteRollups(client, batch, [res.runId]);
+          } else if (!this.gapsMarked.has(res.runId)) {
+            await client.query('insert into rollup_gaps (run_id) values ($1) on conflict do nothing', [
+              res.runId,
+            ]);
+          }
         }
         await client.query('commit');
+        if (!this.rollups) this.gapsMarked.add(res.runId);
         return res;
       } catch (err) {
         try {

@@ -33,6 +33,7 @@ import {
 import { type CatalogueScalar, catalogueDataType, forEachColumnKey } from '../domain/catalogue.ts';
 import { DAY_US, storedCost, withCost } from '../domain/ingest-plan.ts';
 import { PROMOTED_METRICS, type RecordBody, SPAN_TYPES, TOKEN_METRICS } from '../domain/records.ts';
+import { hourOf } from '../domain/rollups.ts';
 import { nowUs } from '../domain/time.ts';
 import { type Store, parseJson } from './db.ts';
 import type { DB } from './tables.ts';
@@ -69,7 +70,7 @@ const DELETED_COLUMNS = [
 
 type Deleted = Record<(typeof DELETED_COLUMNS)[number], any>;
 type Row = Record<string, any>;
-type SpanRow = SpanFacts & { trace_id: string; num_children: number };
+type SpanRow = SpanFacts & { trace_id: string; num_children: number; created_at?: number };
 /** One batch's statements, yielded in order; each receives its rows. */
 type DeleteFlow = Generator<CompiledQuery, DeleteCounts, Row[]>;
 type Promoted = Record<(typeof PROMOTED_METRICS)[number], number | null>;
@@ -259,7 +260,16 @@ export class RecordDeletes {
       const spans = (
         (yield db
           .selectFrom('records')
-          .select(['id', 'parent_id', 'type', 'trace_id', 'num_children', 'metrics', ...TOKEN_METRICS])
+          .select([
+            'id',
+            'parent_id',
+            'type',
+            'trace_id',
+            'num_children',
+            'created_at',
+            'metrics',
+            ...TOKEN_METRICS,
+          ])
           .where(this.idIn('records.trace_id', traceIds))
           .where('type', '<>', 'trace')
           .compile()) as (SpanRow & { metrics: unknown })[]
@@ -285,8 +295,15 @@ export class RecordDeletes {
         t.max = Math.max(t.max, at);
       }
     };
-    const touchPromoted = (type: string, at: number, row: Promoted) =>
+    // Dashboard rollups: every hour that loses a record or holds one that changes is recomputed
+    // (store/rollups.ts); until then dashboards read those hours' records.
+    const dirtyHours = new Set<number>();
+    const dirty = (at: unknown) => dirtyHours.add(hourOf(Number(at)));
+    for (const d of deleted) dirty(d.created_at);
+    const touchPromoted = (type: string, at: number, row: Promoted) => {
+      dirty(at);
       forEachColumnKey({ row, metrics: {}, user: {}, dataset: {} }, (c, v) => touch(type, at, c, v));
+    };
     for (const d of deleted) {
       forEachColumnKey(
         {
@@ -301,6 +318,7 @@ export class RecordDeletes {
 
     const costs: { type: string; at: number; cost: number }[] = [];
     const costMoved: CostMoved = (type, at, before, after) => {
+      dirty(at);
       if (before !== null) touch(type, at, 'metrics/cost', before);
       if (after !== null) costs.push({ type, at, cost: after });
     };
@@ -314,7 +332,21 @@ export class RecordDeletes {
     if (surviving.length) yield* this.recomputeSessions(surviving, now, touchPromoted, costMoved);
     for (const c of costs) yield* this.widenCatalogue(runId, c.type, c.at, c.cost);
     for (const t of touched.values()) yield* this.narrowCatalogue(runId, t);
+    for (const spans of traceSpans.values())
+      for (const sp of spans) if (sp.created_at !== undefined) dirty(sp.created_at);
+    yield* this.markDirty(runId, [...dirtyHours]);
     return { roots: roots.length, records: deleted.length };
+  }
+
+  /** Marks the dashboard rollups' hours dirty (store/rollups.ts recomputes them). */
+  private *markDirty(runId: string, hours: number[]): Generator<CompiledQuery, void, Row[]> {
+    const sorted = hours.sort((a, b) => a - b);
+    for (let i = 0; i < sorted.length; i += 500)
+      yield this.db
+        .insertInto('rollup_dirty')
+        .values(sorted.slice(i, i + 500).map((hour) => ({ run_id: runId, hour })))
+        .onConflict((oc) => oc.doNothing())
+        .compile();
   }
 
   /**

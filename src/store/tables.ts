@@ -456,7 +456,65 @@ export interface ScoreResultsTable {
   updated_at: number;
 }
 
+/** Dashboard rollups' record counts (migration 032, domain/rollups.ts). */
+export interface RollupCountsTable {
+  run_id: string;
+  dim: string;
+  hour: number;
+  /** The group value as JSON text ('null' for none, '*' for every record with a value). */
+  value: string;
+  n: number;
+}
+
+/**
+ * Dashboard rollups' record-column aggregates (migration 032, domain/rollups.ts): per column of
+ * SCALAR_METRICS, c_<col>, s_<col>, t_<col>, lo_<col>, hi_<col> and b_<col> (its sketch).
+ */
+export interface RollupScalarsTable {
+  run_id: string;
+  dim: string;
+  value: string;
+  hour: number;
+  [aggregate: string]: unknown;
+}
+
+/** Dashboard rollups' aggregates of metric keys (scores; migration 032, domain/rollups.ts). */
+export interface RollupsTable {
+  run_id: string;
+  dim: string;
+  value: string;
+  col: string;
+  hour: number;
+  c: number;
+  s: number;
+  t: number;
+  lo: number | null;
+  hi: number | null;
+  /** DDSketch code/count pairs: a blob of int32s (SQLite) or int4[] (PostgreSQL). */
+  bins: Buffer | number[] | null;
+}
+
+export interface RollupDirtyTable {
+  run_id: string;
+  hour: number;
+}
+
+export interface RollupOverflowTable {
+  run_id: string;
+  dim: string;
+}
+
+export interface RollupGapsTable {
+  run_id: string;
+}
+
 export interface DB {
+  rollups: RollupsTable;
+  rollup_counts: RollupCountsTable;
+  rollup_scalars: RollupScalarsTable;
+  rollup_dirty: RollupDirtyTable;
+  rollup_overflow: RollupOverflowTable;
+  rollup_gaps: RollupGapsTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
   groups: GroupsTable;

@@ -92,6 +92,12 @@ export async function insertRecords(
       .values(rows.slice(i, i + 200) as any)
       .execute();
   }
+  // Records written around ingestion have no dashboard rollups: the log stream's dashboards scan.
+  await store.db
+    .insertInto('rollup_gaps')
+    .values({ run_id: runId })
+    .onConflict((oc) => oc.doNothing())
+    .execute();
   return rows.map((r) => r.id);
 }
 

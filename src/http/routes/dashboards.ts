@@ -131,7 +131,7 @@ export default async function dashboardRoutes(app: FastifyInstance) {
         tags,
         summary: "Compute the dashboard's widget data",
         description:
-          "Every widget's aggregation of its metric per interval_mins bucket over the dashboard's range, grouped by group_by and filtered by filter_tree. The body may pick widgets and override the range and interval.",
+          "Every widget's aggregation of its metric per interval_mins bucket over the dashboard's range, grouped by group_by and filtered by filter_tree. The body may pick widgets and override the range and interval. Dashboards without filter_tree, at intervals of whole hours, grouped by type, name, model, a metadata key or a score, are answered from rollups kept as records arrive (`answered_by: rollup`): Count, Sum, Average, Min, Max and the percentages equal to a scan of the records, P50 to P99 from a DDSketch within 1% relative error of the exact percentile. Others scan the records (`answered_by: scan`, with `fallback_reason`), percentiles exact.",
         params: DashboardIdParams,
         body: QueryDashboard,
         response: withErrors({ 200: DashboardData }),

@@ -27,6 +27,7 @@ import * as queueNames from './024_queue_names.ts';
 import * as scorersMore from './026_scorers_more.ts';
 import * as experiments from './029_experiments.ts';
 import * as signalCostOrder from './031_signal_cost_order.ts';
+import * as rollups from './032_rollups.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '026_scorers_more': scorersMore,
   '029_experiments': experiments,
   '031_signal_cost_order': signalCostOrder,
+  '032_rollups': rollups,
 };

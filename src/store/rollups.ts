@@ -1,0 +1,675 @@
+/**
+ * Dashboard rollups in the store (migration 032, domain/rollups.ts): ingestion's upserts (one per
+ * count row and metric row a batch touches, added in SQL), the dashboard read (counts of a dim, then
+ * the metric rows of the values shown, plus the records of the range's partial hours and of dirty
+ * hours, in one snapshot), and the recompute of dirty hours and whole log streams from their records.
+ *
+ * On PostgreSQL a recompute takes the log stream's advisory lock and ingestion a shared one before
+ * it upserts, so that no batch's delta lands between a recompute's read of the records and its
+ * write (a batch still uncommitted when the recompute read adds its delta after it).
+ */
+import { type Kysely, sql } from 'kysely';
+import { decodeArraySend, decodeBins, encodeBins } from '../domain/ddsketch.ts';
+import {
+  ANY_VALUE,
+  type Agg,
+  COUNT_COL,
+  DimValues,
+  ROLLUP_BUCKET_US,
+  ROLLUP_RECORD_COLUMNS,
+  type ReadRow,
+  RollupBatch,
+  type RollupRecord,
+  SCALAR_METRICS,
+  type ScalarRow,
+  columnBins,
+  groupCounts,
+  isScalarMetric,
+  joinBins,
+  scalarColumns,
+  subtractive,
+} from '../domain/rollups.ts';
+import type { Store } from './db.ts';
+import type { DB } from './tables.ts';
+
+/** Ranges of at most this many hours read their rollup rows hour by hour (listed), longer ones as a range. */
+const MAX_LISTED_HOURS = 4000;
+
+/** More dirty hours than this in a range: the dashboard scans instead. */
+export const MAX_DIRTY_HOURS = 200;
+
+const COUNT_COLUMNS = '(run_id, dim, hour, value, n)';
+const METRIC_COLUMNS = '(run_id, dim, value, col, hour, c, s, t, lo, hi, bins)';
+
+/** SQLite upserts of `rows` count rows / metric rows in one statement (the writer has rollup_bins_merge). */
+const sqlCache = new Map<string, string>();
+const cached = (key: string, make: () => string) => {
+  let s = sqlCache.get(key);
+  if (s === undefined) {
+    s = make();
+    sqlCache.set(key, s);
+  }
+  return s;
+};
+export const sqliteCountUpsert = (rows: number) =>
+  cached(
+    `c${rows}`,
+    () => `insert into rollup_counts ${COUNT_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, hour, value) do update set n = n + excluded.n`,
+  );
+export const sqliteMetricUpsert = (rows: number) =>
+  cached(
+    `m${rows}`,
+    () => `insert into rollups ${METRIC_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
+  on conflict (run_id, dim, col, hour, value) do update set c = c + excluded.c, s = s + excluded.s,
+  t = t + excluded.t, lo = coalesce(min(lo, excluded.lo), lo, excluded.lo),
+  hi = coalesce(max(hi, excluded.hi), hi, excluded.hi), bins = rollup_bins_merge(bins, excluded.bins)`,
+  );
+/**
+ * The upsert of scalar rows carrying the columns `cols` (SCALAR_METRICS indexes) only: counts and
+ * sums add, min and max, sketches merged. A batch's rows mostly carry a few of the ten columns (a
+ * trace's duration, completeness and children), so each statement names only those.
+ */
+function scalarUpsert(cols: readonly number[], rows: number, pg: boolean): string {
+  // SQLite's texts are few (column sets by chunk sizes up to 16) and kept; PostgreSQL's are not.
+  const build = () => {
+    const names: string[] = ['run_id', 'dim', 'value', 'hour'];
+    const set: string[] = [];
+    for (const i of cols) {
+      const k = scalarColumns(SCALAR_METRICS[i]);
+      names.push(k.c, k.s, k.t, k.lo, k.hi);
+      const [lo, hi] = pg
+        ? [`least(r.${k.lo}, excluded.${k.lo})`, `greatest(r.${k.hi}, excluded.${k.hi})`]
+        : [
+            `coalesce(min(r.${k.lo}, excluded.${k.lo}), r.${k.lo}, excluded.${k.lo})`,
+            `coalesce(max(r.${k.hi}, excluded.${k.hi}), r.${k.hi}, excluded.${k.hi})`,
+          ];
+      set.push(
+        `${k.c} = r.${k.c} + excluded.${k.c}`,
+        `${k.s} = r.${k.s} + excluded.${k.s}`,
+        `${k.t} = r.${k.t} + excluded.${k.t}`,
+        `${k.lo} = ${lo}`,
+        `${k.hi} = ${hi}`,
+      );
+    }
+    names.push('bins');
+    set.push(
+      'bins = case when excluded.bins is null then r.bins else rollup_bins_merge(r.bins, excluded.bins) end',
+    );
+    let p = 0;
+    const tuple = () => `(${names.map(() => (pg ? `$${++p}` : '?')).join(', ')})`;
+    const tuples = Array.from({ length: rows }, tuple).join(', ');
+    return `insert into rollup_scalars as r (${names.join(', ')}) values ${tuples}
+  on conflict (run_id, dim, hour, value) do update set ${set.join(', ')}`;
+  };
+  return pg ? build() : cached(`s${cols.join(',')}x${rows}`, build);
+}
+
+/** PostgreSQL's upsert of scalar rows given as one array a column (`types`, the last the bins as text). */
+function scalarUpsertPg(cols: readonly number[], types: readonly string[]): string {
+  return cached(`sp${cols.join(',')}`, () => {
+    const values = scalarUpsert(cols, 1, true);
+    const names = values.slice(values.indexOf('(') + 1, values.indexOf(')'));
+    const set = values.slice(values.indexOf('do update set'));
+    const params = types.map((t, k) => `$${k + 1}::${t}[]`).join(', ');
+    const aliases = types.map((_, k) => `a${k}`);
+    const picked = aliases.map((a, k) => (k === aliases.length - 1 ? `${a}::int4[]` : a)).join(', ');
+    return `insert into rollup_scalars as r (${names})
+  select ${picked} from unnest(${params}) as u(${aliases.join(', ')})
+  on conflict (run_id, dim, hour, value) ${set}`;
+  });
+}
+
+/** A scalar row's arguments for the columns `cols`: bins as a blob (SQLite) or an array (PostgreSQL). */
+function scalarArgs(r: ScalarRow, cols: readonly number[], pg: boolean, into: unknown[]): void {
+  into.push(r.run_id, r.dim, r.value, r.hour);
+  for (const i of cols) {
+    const a = r.cols[i];
+    if (a === null) into.push(0, 0, 0, null, null);
+    else into.push(a.c, a.s, a.t, a.lo, a.hi);
+  }
+  const bins = joinBins(r.cols);
+  into.push(pg ? bins : encodeBins(bins));
+}
+
+/** The SCALAR_METRICS indexes a row (or rows) carry. */
+function columnsOf(rows: readonly ScalarRow[]): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < SCALAR_METRICS.length; i++) if (rows.some((r) => r.cols[i] !== null)) out.push(i);
+  return out;
+}
+
+export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, ?) on conflict do nothing';
+export const SQLITE_OVERFLOW =
+  'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
+export const SQLITE_GAP = 'insert into rollup_gaps (run_id) values (?) on conflict do nothing';
+
+/** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
+export function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
+  const steps: [string, unknown[]][] = [];
+  // One writer, one transaction at a time: no lock order to keep, so no sort.
+  const { counts, scalars, metrics } = batch.rows(false);
+  for (let i = 0; i < counts.length; i += chunk) {
+    const end = Math.min(counts.length, i + chunk);
+    const args: unknown[] = [];
+    for (let j = i; j < end; j++) {
+      const r = counts[j];
+      args.push(r.run_id, r.dim, r.hour, r.value, r.n);
+    }
+    steps.push([sqliteCountUpsert(end - i), args]);
+  }
+  // Rows grouped by the columns they carry, each group in statements naming only those.
+  const groups = new Map<string, { cols: number[]; rows: ScalarRow[] }>();
+  for (const r of scalars) {
+    const cols = columnsOf([r]);
+    const key = cols.join(',');
+    let g = groups.get(key);
+    if (!g) {
+      g = { cols, rows: [] };
+      groups.set(key, g);
+    }
+    g.rows.push(r);
+  }
+  const wide = Math.max(1, chunk >> 1);
+  for (const { cols, rows } of groups.values())
+    for (let i = 0; i < rows.length; i += wide) {
+      const end = Math.min(rows.length, i + wide);
+      const args: unknown[] = [];
+      for (let j = i; j < end; j++) scalarArgs(rows[j], cols, false, args);
+      steps.push([scalarUpsert(cols, end - i, false), args]);
+    }
+  for (let i = 0; i < metrics.length; i += chunk) {
+    const end = Math.min(metrics.length, i + chunk);
+    const args: unknown[] = [];
+    for (let j = i; j < end; j++) {
+      const r = metrics[j];
+      args.push(r.run_id, r.dim, r.value, r.col, r.hour, r.c, r.s, r.t, r.lo, r.hi, encodeBins(r.bins));
+    }
+    steps.push([sqliteMetricUpsert(end - i), args]);
+  }
+  for (const d of batch.dirtyHours()) steps.push([SQLITE_DIRTY, [d.run_id, d.hour]]);
+  for (const o of batch.overflowList()) steps.push([SQLITE_OVERFLOW, [o.run_id, o.dim]]);
+  return steps;
+}
+
+/** What a dashboard read found: a reason to scan instead, or what to compute the cells from. */
+export type RollupRead =
+  | { reason: string; pending?: 'rebuild' | 'recompute' }
+  | {
+      /** Records per group value key over the range. */
+      counts: Map<string, number>;
+      shown: Set<string>;
+      rows: ReadRow[];
+      records: RollupRecord[];
+      dirty: number[];
+    };
+
+const pgLock = (runId: string, shared: boolean) =>
+  shared
+    ? sql`select pg_advisory_xact_lock_shared(hashtext(${`rollups:${runId}`}))`
+    : sql`select pg_advisory_xact_lock(hashtext(${`rollups:${runId}`}))`;
+
+/** PostgreSQL: a batch's rollup writes on the ingest transaction's client. */
+export async function pgWriteRollups(
+  client: { query: (text: string, values?: unknown[]) => Promise<unknown> },
+  batch: RollupBatch,
+  runIds: string[],
+): Promise<void> {
+  if (batch.empty) return;
+  for (const runId of [...new Set(runIds)].sort())
+    await client.query('select pg_advisory_xact_lock_shared(hashtext($1))', [`rollups:${runId}`]);
+  // Each table's rows in key order (rows lock in it), as arrays a column (unnest): a statement of
+  // a few parameters whatever the rows, which PostgreSQL parses and plans once.
+  const { counts, scalars, metrics } = batch.rows();
+  if (counts.length)
+    await client.query(
+      `insert into rollup_counts as r ${COUNT_COLUMNS}
+       select * from unnest($1::text[], $2::text[], $3::int8[], $4::text[], $5::int8[])
+       on conflict (run_id, dim, hour, value) do update set n = r.n + excluded.n`,
+      [
+        counts.map((r) => r.run_id),
+        counts.map((r) => r.dim),
+        counts.map((r) => r.hour),
+        counts.map((r) => r.value),
+        counts.map((r) => r.n),
+      ],
+    );
+  if (scalars.length) {
+    const cols = columnsOf(scalars);
+    const arrays: unknown[][] = [
+      scalars.map((r) => r.run_id),
+      scalars.map((r) => r.dim),
+      scalars.map((r) => r.value),
+      scalars.map((r) => r.hour),
+    ];
+    const types = ['text', 'text', 'text', 'int8'];
+    for (const i of cols) {
+      const of = (f: (a: Agg) => unknown, absent: unknown) =>
+        scalars.map((r) => {
+          const a = r.cols[i];
+          return a ? f(a) : absent;
+        });
+      arrays.push(
+        of((a) => a.c, 0),
+        of((a) => a.s, 0),
+        of((a) => a.t, 0),
+        of((a) => a.lo, null),
+        of((a) => a.hi, null),
+      );
+      types.push('int8', 'float8', 'int8', 'float8', 'float8');
+    }
+    arrays.push(scalars.map((r) => `{${joinBins(r.cols).join(',')}}`));
+    types.push('text');
+    await client.query(scalarUpsertPg(cols, types), arrays);
+  }
+  if (metrics.length)
+    await client.query(
+      `insert into rollups as r ${METRIC_COLUMNS}
+       select a, b, c, d, e, f, g, h, i, j, k::int4[] from unnest($1::text[], $2::text[], $3::text[], $4::text[],
+         $5::int8[], $6::int8[], $7::float8[], $8::int8[], $9::float8[], $10::float8[], $11::text[])
+         as u(a, b, c, d, e, f, g, h, i, j, k)
+       on conflict (run_id, dim, col, hour, value) do update set c = r.c + excluded.c, s = r.s + excluded.s,
+       t = r.t + excluded.t, lo = least(r.lo, excluded.lo), hi = greatest(r.hi, excluded.hi),
+       bins = rollup_bins_merge(r.bins, excluded.bins)`,
+      [
+        metrics.map((r) => r.run_id),
+        metrics.map((r) => r.dim),
+        metrics.map((r) => r.value),
+        metrics.map((r) => r.col),
+        metrics.map((r) => r.hour),
+        metrics.map((r) => r.c),
+        metrics.map((r) => r.s),
+        metrics.map((r) => r.t),
+        metrics.map((r) => r.lo),
+        metrics.map((r) => r.hi),
+        metrics.map((r) => `{${r.bins.join(',')}}`),
+      ],
+    );
+  for (const d of batch.dirtyHours())
+    await client.query('insert into rollup_dirty (run_id, hour) values ($1, $2) on conflict do nothing', [
+      d.run_id,
+      d.hour,
+    ]);
+  for (const o of batch.overflowList())
+    await client.query('insert into rollup_overflow (run_id, dim) values ($1, $2) on conflict do nothing', [
+      o.run_id,
+      o.dim,
+    ]);
+}
+
+const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+export class RollupsRepo {
+  constructor(private readonly store: Store) {}
+
+  private get db(): Kysely<DB> {
+    return this.store.db;
+  }
+
+  private get pg(): boolean {
+    return this.store.dialect === 'postgres';
+  }
+
+  /**
+   * In one snapshot: the records per value of `dim` over [startUs, endUs) (stored counts of the clean
+   * whole hours, records of the rest), the groups `pick` shows of them, and the rows of those groups
+   * for the metric columns `cols` (bins only of `binCols`); or why the rollups cannot answer.
+   */
+  async read(
+    runId: string,
+    dim: string,
+    startUs: number,
+    endUs: number,
+    cols: readonly string[],
+    binCols: readonly string[],
+    pick: (counts: Map<string, number>) => Set<string>,
+  ): Promise<RollupRead> {
+    const body = async (trx: Kysely<DB>): Promise<RollupRead> => {
+      const gap = await trx
+        .selectFrom('rollup_gaps')
+        .select('run_id')
+        .where('run_id', '=', runId)
+        .executeTakeFirst();
+      if (gap)
+        return {
+          reason: 'this log stream has records from before rollups were kept (rebuild under way)',
+          pending: 'rebuild',
+        };
+      if (dim !== '' && dim !== 'type') {
+        const over = await trx
+          .selectFrom('rollup_overflow')
+          .select('dim')
+          .where('run_id', '=', runId)
+          .where('dim', '=', dim)
+          .executeTakeFirst();
+        if (over) return { reason: 'the group_by column has too many values to keep rollups of' };
+      }
+      const H = ROLLUP_BUCKET_US;
+      const fullStart = Math.ceil(startUs / H) * H;
+      const fullEnd = Math.max(fullStart, Math.floor(endUs / H) * H);
+      const dirty = (
+        await trx
+          .selectFrom('rollup_dirty')
+          .select('hour')
+          .where('run_id', '=', runId)
+          .where('hour', '>=', fullStart)
+          .where('hour', '<', fullEnd)
+          .orderBy('hour')
+          .execute()
+      ).map((r) => Number(r.hour));
+      if (dirty.length > MAX_DIRTY_HOURS)
+        return {
+          reason: `${dirty.length} hours of the range changed since their rollups were kept (recompute under way)`,
+          pending: 'recompute',
+        };
+      const whole = fullEnd > fullStart;
+
+      // The rest from the records: the range's ends outside whole hours, and the dirty hours.
+      const ranges: [number, number][] = [];
+      const push = (lo: number, hi: number) => {
+        if (hi <= lo) return;
+        const last = ranges[ranges.length - 1];
+        if (last && last[1] === lo) last[1] = hi;
+        else ranges.push([lo, hi]);
+      };
+      if (whole) {
+        push(startUs, fullStart);
+        for (const h of dirty) push(h, h + H);
+        push(fullEnd, endUs);
+      } else push(startUs, endUs);
+      const records: RollupRecord[] = [];
+      for (const [lo, hi] of ranges) {
+        const got = await trx
+          .selectFrom('records')
+          .select([...ROLLUP_RECORD_COLUMNS])
+          .where('run_id', '=', runId)
+          .where('created_at', '>=', lo)
+          .where('created_at', '<', hi)
+          .execute();
+        for (const r of got) records.push(r as unknown as RollupRecord);
+      }
+
+      const stored = new Map<string, number>();
+      let noneTotal = 0;
+      if (whole) {
+        const countsOf = async (d: string) => {
+          let q = trx
+            .selectFrom('rollup_counts')
+            .select(['value', sql<number | string>`sum(n)`.as('n')])
+            .where('run_id', '=', runId)
+            .where('dim', '=', d)
+            .where('hour', '>=', fullStart)
+            .where('hour', '<', fullEnd);
+          if (dirty.length) q = q.where('hour', 'not in', dirty);
+          return q.groupBy('value').execute();
+        };
+        for (const r of await countsOf(dim)) stored.set(r.value, Number(r.n));
+        if (subtractive(dim)) for (const r of await countsOf('')) noneTotal += Number(r.n);
+      }
+      const counts = groupCounts(dim, stored, noneTotal, records);
+      const shown = pick(counts);
+      const rows: ReadRow[] = [];
+      if (whole && shown.size) {
+        const nullBySubtraction = subtractive(dim) && shown.has('null');
+        const values = [...shown].filter((v) => !(nullBySubtraction && v === 'null'));
+        if (nullBySubtraction) values.push(ANY_VALUE);
+        // One query per dim (an OR of the two makes SQLite scan the log stream's rows by hour).
+        const parts: [string, string[]][] = [[dim, values]];
+        if (nullBySubtraction) parts.push(['', ['null']]);
+        const metricCols = cols.filter((c) => c !== COUNT_COL);
+        // PostgreSQL hands the bins over in binary (array_send): parsing an int4[]'s text cost 60 to
+        // 100 ms a dashboard at 1M records, the '' rows' lists being long.
+        const pg = this.pg;
+        const stored = pg ? sql`array_send(bins)` : sql`bins`;
+        const binsOf = (v: unknown) => (pg ? decodeArraySend(v) : decodeBins(v));
+        const bins = binCols.length
+          ? sql<unknown>`case when col in (${sql.join(binCols)}) then ${stored} end`
+          : sql<unknown>`null`;
+        // The clean whole hours: listed (the keys lead with the hour, so each (hour, value) is a
+        // seek rather than a scan of every value's rows), or as a range when there are very many.
+        const clean: number[] = [];
+        if ((fullEnd - fullStart) / H <= MAX_LISTED_HOURS) {
+          const skip = new Set(dirty);
+          for (let h = fullStart; h < fullEnd; h += H) if (!skip.has(h)) clean.push(h);
+        }
+        const inHours = <Q>(q: Q): Q => {
+          const b = q as any;
+          if ((fullEnd - fullStart) / H <= MAX_LISTED_HOURS)
+            return b.where('hour', 'in', clean.length ? clean : [-1]);
+          const ranged = b.where('hour', '>=', fullStart).where('hour', '<', fullEnd);
+          return dirty.length ? ranged.where('hour', 'not in', dirty) : ranged;
+        };
+        for (const [d, vs] of parts) {
+          let counted = trx
+            .selectFrom('rollup_counts')
+            .select(['dim', 'hour', 'value', 'n'])
+            .where('run_id', '=', runId)
+            .where('dim', '=', d)
+            .where('value', 'in', vs);
+          counted = inHours(counted);
+          for (const r of await counted.execute())
+            rows.push({
+              dim: r.dim,
+              hour: Number(r.hour),
+              value: r.value,
+              col: COUNT_COL,
+              c: Number(r.n),
+              s: null,
+              t: null,
+              lo: null,
+              hi: null,
+              bins: null,
+            });
+          const scalarCols = metricCols.filter(isScalarMetric);
+          if (scalarCols.length) {
+            const wanted: string[] = ['dim', 'hour', 'value'];
+            for (const col of scalarCols) {
+              const k = scalarColumns(col);
+              wanted.push(k.c, k.s, k.t, k.lo, k.hi);
+            }
+            const withBins = scalarCols.some((c) => binCols.includes(c));
+            let wide = trx
+              .selectFrom('rollup_scalars')
+              .select(wanted as any)
+              .$if(withBins && !pg, (q: any) => q.select(sql`bins`.as('bins')))
+              // PostgreSQL cuts each asked column's part out of the list (rollup_bins_column).
+              .$if(withBins && pg, (q: any) =>
+                q.select(
+                  scalarCols
+                    .filter((c) => binCols.includes(c))
+                    .map((c) => {
+                      const i = (SCALAR_METRICS as readonly string[]).indexOf(c);
+                      return sql`array_send(rollup_bins_column(bins, ${sql.lit(i)}))`.as(`bins_${i}`);
+                    }),
+                ),
+              )
+              .where('run_id', '=', runId)
+              .where('dim', '=', d)
+              .where('value', 'in', vs);
+            wide = inHours(wide);
+            for (const r of (await wide.execute()) as Record<string, unknown>[]) {
+              const joined = withBins && !pg ? decodeBins(r.bins) : [];
+              for (const col of scalarCols) {
+                const k = scalarColumns(col);
+                const c = Number(r[k.c]);
+                if (c === 0) continue;
+                rows.push({
+                  dim: r.dim as string,
+                  hour: Number(r.hour),
+                  value: r.value as string,
+                  col,
+                  c,
+                  s: num(r[k.s]),
+                  t: num(r[k.t]),
+                  lo: num(r[k.lo]),
+                  hi: num(r[k.hi]),
+                  bins: binCols.includes(col)
+                    ? (() => {
+                        const i = (SCALAR_METRICS as readonly string[]).indexOf(col);
+                        return columnBins(pg ? decodeArraySend(r[`bins_${i}`]) : joined, i);
+                      })()
+                    : null,
+                });
+              }
+            }
+          }
+          const keyCols = metricCols.filter((c) => !isScalarMetric(c));
+          if (!keyCols.length) continue;
+          let measured = trx
+            .selectFrom('rollups')
+            .select(['dim', 'hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
+            .where('run_id', '=', runId)
+            .where('dim', '=', d)
+            .where('value', 'in', vs)
+            .where('col', 'in', keyCols);
+          measured = inHours(measured);
+          for (const r of await measured.execute())
+            rows.push({
+              dim: r.dim,
+              hour: Number(r.hour),
+              value: r.value,
+              col: r.col,
+              c: Number(r.c),
+              s: num(r.s),
+              t: num(r.t),
+              lo: num(r.lo),
+              hi: num(r.hi),
+              bins: r.bins === null || r.bins === undefined ? null : binsOf(r.bins),
+            });
+        }
+      }
+      return { counts, shown, rows, records, dirty };
+    };
+    if (this.pg)
+      return this.db
+        .transaction()
+        .setIsolationLevel('repeatable read')
+        .setAccessMode('read only')
+        .execute(body);
+    return this.db.transaction().execute(body);
+  }
+
+  /** The dirty hours of a log stream (oldest first, at most `limit`). */
+  async dirtyHours(runId: string, limit: number): Promise<number[]> {
+    const rows = await this.db
+      .selectFrom('rollup_dirty')
+      .select('hour')
+      .where('run_id', '=', runId)
+      .orderBy('hour')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => Number(r.hour));
+  }
+
+  /** Recomputes hours of a log stream from their records (their dirty marks go). */
+  async recompute(runId: string, hours: readonly number[]): Promise<void> {
+    if (!hours.length) return;
+    await this.db.transaction().execute(async (trx) => {
+      if (this.pg) await pgLock(runId, false).execute(trx);
+      const overflowed = await trx
+        .selectFrom('rollup_overflow')
+        .select('dim')
+        .where('run_id', '=', runId)
+        .execute();
+      const dims = new DimValues(Number.POSITIVE_INFINITY);
+      for (const o of overflowed) dims.overflowed(runId, o.dim);
+      for (const hour of [...hours].sort((a, b) => a - b)) await this.rewriteHour(trx, runId, hour, dims);
+    });
+  }
+
+  /** Replaces an hour's rollups by those of its records; its dirty mark goes. */
+  private async rewriteHour(trx: Kysely<DB>, runId: string, hour: number, dims: DimValues) {
+    await trx.deleteFrom('rollup_counts').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    await trx.deleteFrom('rollup_scalars').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    const records = await trx
+      .selectFrom('records')
+      .select([...ROLLUP_RECORD_COLUMNS])
+      .where('run_id', '=', runId)
+      .where('created_at', '>=', hour)
+      .where('created_at', '<', hour + ROLLUP_BUCKET_US)
+      .execute();
+    const batch = new RollupBatch(dims);
+    for (const r of records) batch.add(runId, r as unknown as RollupRecord);
+    const { counts, scalars, metrics } = batch.rows();
+    for (let i = 0; i < counts.length; i += 500)
+      await trx
+        .insertInto('rollup_counts')
+        .values(counts.slice(i, i + 500))
+        .execute();
+    const bins = (pairs: number[]) =>
+      (this.pg ? sql`${pairs}::int4[]` : encodeBins(pairs)) as unknown as Buffer;
+    for (let i = 0; i < scalars.length; i += 100)
+      await trx
+        .insertInto('rollup_scalars')
+        .values(
+          scalars.slice(i, i + 100).map((r) => {
+            const row: Record<string, unknown> = {
+              run_id: r.run_id,
+              dim: r.dim,
+              value: r.value,
+              hour: r.hour,
+            };
+            SCALAR_METRICS.forEach((col, j) => {
+              const k = scalarColumns(col);
+              const a: Agg | null = r.cols[j];
+              row[k.c] = a?.c ?? 0;
+              row[k.s] = a?.s ?? 0;
+              row[k.t] = a?.t ?? 0;
+              row[k.lo] = a?.lo ?? null;
+              row[k.hi] = a?.hi ?? null;
+            });
+            row.bins = bins(joinBins(r.cols));
+            return row as never;
+          }),
+        )
+        .execute();
+    for (let i = 0; i < metrics.length; i += 200)
+      await trx
+        .insertInto('rollups')
+        .values(metrics.slice(i, i + 200).map((r) => ({ ...r, bins: bins(r.bins) })))
+        .execute();
+    for (const o of batch.overflowList())
+      await trx
+        .insertInto('rollup_overflow')
+        .values({ run_id: o.run_id, dim: o.dim })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    await trx.deleteFrom('rollup_dirty').where('run_id', '=', runId).where('hour', '=', hour).execute();
+  }
+
+  /**
+   * Rebuilds a log stream's rollups from all its records (hour by hour, one transaction per
+   * `hoursPerTransaction` hours with records), then clears its gap: for log streams whose records
+   * came before rollups, and for records written around ingestion (the benchmark's).
+   */
+  async rebuild(runId: string, hoursPerTransaction = 24): Promise<void> {
+    await this.db.deleteFrom('rollup_counts').where('run_id', '=', runId).execute();
+    await this.db.deleteFrom('rollups').where('run_id', '=', runId).execute();
+    await this.db.deleteFrom('rollup_scalars').where('run_id', '=', runId).execute();
+    await this.db.deleteFrom('rollup_overflow').where('run_id', '=', runId).execute();
+    // A fresh count of every dim's values over the whole log stream decides its overflow.
+    const dims = new DimValues(undefined, 1);
+    let cursor = Number.NEGATIVE_INFINITY;
+    for (;;) {
+      const done = await this.db.transaction().execute(async (trx) => {
+        if (this.pg) await pgLock(runId, false).execute(trx);
+        for (let k = 0; k < hoursPerTransaction; k++) {
+          const next = await trx
+            .selectFrom('records')
+            .select((eb) => eb.fn.min('created_at').as('at'))
+            .where('run_id', '=', runId)
+            .where('created_at', '>=', Number.isFinite(cursor) ? cursor : -(2 ** 62))
+            .executeTakeFirst();
+          if (next?.at === null || next?.at === undefined) return true;
+          const hour = Math.floor(Number(next.at) / ROLLUP_BUCKET_US) * ROLLUP_BUCKET_US;
+          await this.rewriteHour(trx, runId, hour, dims);
+          cursor = hour + ROLLUP_BUCKET_US;
+        }
+        return false;
+      });
+      if (done) break;
+    }
+    await this.db.deleteFrom('rollup_gaps').where('run_id', '=', runId).execute();
+  }
+}

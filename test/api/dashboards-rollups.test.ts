@@ -1,0 +1,241 @@
+/**
+ * Dashboards answered from rollups or by a scan: `answered_by` and `fallback_reason` for each case
+ * the rollups leave to a scan, a log stream whose records came before rollups (rebuilt in the
+ * background, then answered by rollup with the scan's numbers), and a group column past the cap.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { DIM_VALUE_CAP } from '../../src/domain/rollups.ts';
+import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
+import { ingestTraces, insertRecords } from '../property/support.ts';
+
+const T0 = Date.UTC(2025, 0, 1) * 1000;
+const iso = (us: number) => new Date(us / 1000).toISOString();
+const EVERYTHING = { filter: { column_id: 'created_at', operator: 'gte', value: '1970-01-01T00:00:00Z' } };
+
+for (const store of storesUnderTest()) {
+  describe(`dashboards from rollups [${store}]`, () => {
+    let s: TestServer;
+    let projectId: string;
+    let logStreamId: string;
+    before(async () => {
+      s = await startTestServer(store);
+      projectId = (await s.call('POST', '/v2/projects', { name: `rollups-api-${Date.now()}` })).body.id;
+      logStreamId = (await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: 'ls' })).body.id;
+      const traces = Array.from({ length: 30 }, (_, i) => ({
+        name: i % 2 ? 'chat' : 'search',
+        created_at: iso(T0 + i * 7 * 60e6),
+        user_metadata: { tier: i % 3 ? 'pro' : 'free', request: `req-${i}` },
+        metrics: { duration_ns: 1000 + i * 37, num_input_tokens: i },
+        spans: [{ type: 'llm', model: 'gpt-4o', name: 'call', metrics: { duration_ns: 500 + i } }],
+      }));
+      await ingestTraces(s, projectId, logStreamId, traces);
+    });
+    after(() => s.close());
+
+    async function query(ls: string, settings: Record<string, unknown>, widgets: [string, string][]) {
+      const base = `/v2/projects/${projectId}/log_streams/${ls}/trends`;
+      const d = await s.call('POST', base, {
+        name: 'd',
+        start_time: T0 / 1e6,
+        end_time: T0 / 1e6 + 6 * 3600,
+        interval_mins: 60,
+        ...settings,
+      });
+      assert.equal(d.status, 200, d.text);
+      for (const [metric, aggregation] of widgets) {
+        const w = await s.call('POST', `${base}/${d.body.id}/widgets`, {
+          name: 'w',
+          type: 'table',
+          metric,
+          aggregation,
+        });
+        assert.equal(w.status, 200, w.text);
+      }
+      return async () => {
+        const q = await s.call('POST', `${base}/${d.body.id}/query`, {});
+        assert.equal(q.status, 200, q.text);
+        return q.body;
+      };
+    }
+    const W: [string, string][] = [
+      ['id', 'Count'],
+      ['duration_ns', 'Average'],
+      ['duration_ns', 'P95'],
+      ['num_input_tokens', 'Sum'],
+    ];
+
+    test('a plain dashboard is answered by rollup, equal to the scan', async () => {
+      const a = await (await query(logStreamId, { group_by: 'user_metadata/tier' }, W))();
+      const b = await (
+        await query(logStreamId, { group_by: 'user_metadata/tier', filter_tree: EVERYTHING }, W)
+      )();
+      assert.equal(a.answered_by, 'rollup');
+      assert.equal(a.fallback_reason, null);
+      assert.equal(b.answered_by, 'scan');
+      assert.match(b.fallback_reason, /filter_tree/);
+      assert.deepEqual(a.groups, b.groups);
+      assert.ok(a.groups.includes('pro') && a.groups.includes('free') && a.groups.includes(null));
+      for (const k of [0, 1, 3]) assert.deepEqual(a.widgets[k].series, b.widgets[k].series);
+      assert.ok(a.widgets[0].series[0].total > 0);
+    });
+
+    test('what rollups do not answer is scanned, and the answer says why', async () => {
+      const cases: [Record<string, unknown>, [string, string][], RegExp][] = [
+        [{ interval_mins: 30 }, W, /interval_mins/],
+        [{ filter_tree: { filter: { column_id: 'name', operator: 'eq', value: 'chat' } } }, W, /filter_tree/],
+        [{}, [['user_metadata/tier', 'Count']], /metric user_metadata\/tier/],
+        [{ group_by: 'user_metadata/tier' }, [['duration_ns', 'Max']], /min or max/],
+      ];
+      for (const [settings, widgets, reason] of cases) {
+        const out = await (await query(logStreamId, settings, widgets))();
+        assert.equal(out.answered_by, 'scan', JSON.stringify(settings));
+        assert.match(out.fallback_reason, reason);
+      }
+      // Min and Max per metadata value are kept where every record of the range has the key.
+      const spansOnly = await (
+        await query(logStreamId, { group_by: 'name' }, [
+          ['duration_ns', 'Max'],
+          ['duration_ns', 'Min'],
+        ])
+      )();
+      assert.equal(spansOnly.answered_by, 'rollup', spansOnly.fallback_reason);
+    });
+
+    test('a group column with more values than the cap overflows to a scan', async () => {
+      const groups = await (await query(logStreamId, { group_by: 'user_metadata/request' }, W))();
+      assert.equal(groups.answered_by, 'rollup', groups.fallback_reason);
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `many-${randomUUID()}` })
+      ).body.id;
+      const many = Array.from({ length: DIM_VALUE_CAP + 5 }, (_, i) => ({
+        name: 't',
+        created_at: iso(T0 + i * 1e6),
+        user_metadata: { request: `req-${i}` },
+        spans: [],
+      }));
+      await ingestTraces(s, projectId, ls, many);
+      const out = await (await query(ls, { group_by: 'user_metadata/request' }, W))();
+      assert.equal(out.answered_by, 'scan');
+      assert.match(out.fallback_reason, /too many values/);
+      assert.equal(out.other_groups + out.groups.length, DIM_VALUE_CAP + 5 + 1);
+      const plain = await (await query(ls, {}, W))();
+      assert.equal(plain.answered_by, 'rollup', plain.fallback_reason);
+    });
+
+    test('records from before rollups: scanned, rebuilt in the background, then answered by rollup', async () => {
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `old-${randomUUID()}` })
+      ).body.id;
+      await insertRecords(
+        s.running.services.store,
+        projectId,
+        ls,
+        Array.from({ length: 50 }, (_, i) => ({
+          type: 'llm',
+          name: i % 2 ? 'a' : 'b',
+          created_at: T0 + i * 5 * 60e6,
+          duration_ns: 100 * i,
+          num_total_tokens: i,
+        })),
+      );
+      const rollup = await query(ls, { group_by: 'name' }, W);
+      const first = await rollup();
+      assert.equal(first.answered_by, 'scan');
+      assert.match(first.fallback_reason, /before rollups/);
+      await s.running.services.widgetData.settled();
+      const second = await rollup();
+      assert.equal(second.answered_by, 'rollup', second.fallback_reason + ' first:' + first.fallback_reason);
+      for (const k of [0, 1, 3]) assert.deepEqual(second.widgets[k].series, first.widgets[k].series);
+      assert.equal(second.widgets[0].series[0].total + second.widgets[0].series[1].total, 50);
+    });
+
+    test('recomputed costs and written scores keep rollup answers equal to the scan', async () => {
+      // A score key the project knows (an unknown metric answers 422).
+      const seed = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `seed-${randomUUID()}` })
+      ).body.id;
+      await ingestTraces(s, projectId, seed, [{ name: 'seed', metrics: { quality: 1 } }]);
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `cost-${randomUUID()}` })
+      ).body.id;
+      const spanIds: string[] = [];
+      const traces = Array.from({ length: 24 }, (_, i) => {
+        const id = randomUUID();
+        spanIds.push(id);
+        return {
+          name: 't',
+          created_at: iso(T0 + i * 13 * 60e6),
+          spans: [
+            {
+              id,
+              type: 'llm',
+              name: 'call',
+              model: i % 2 ? 'acme-1' : 'gpt-4o',
+              created_at: iso(T0 + i * 13 * 60e6 + 1e6),
+              metrics: { num_input_tokens: 1000 * (i + 1), num_output_tokens: 10 * i },
+            },
+          ],
+        };
+      });
+      await ingestTraces(s, projectId, ls, traces);
+      const widgets: [string, string][] = [
+        ['metrics/cost', 'Sum'],
+        ['metrics/cost', 'Count'],
+        ['metrics/cost', 'Average'],
+        ['metrics/cost', 'P95'],
+        ['metrics/quality', 'Sum'],
+        ['metrics/quality', 'Count'],
+      ];
+      const rollup = await query(ls, { group_by: 'model' }, widgets);
+      const scan = await query(ls, { group_by: 'model', filter_tree: EVERYTHING }, widgets);
+      const same = async (what: string) => {
+        const [a, b] = [await rollup(), await scan()];
+        assert.equal(a.answered_by, 'rollup', `${what}: ${a.fallback_reason}`);
+        assert.deepEqual(a.groups, b.groups, what);
+        a.widgets.forEach((w: any, wi: number) => {
+          w.series.forEach((x: any, gi: number) => {
+            const y = b.widgets[wi].series[gi];
+            [...x.values, x.total].forEach((v: number | null, k: number) => {
+              const e = k < x.values.length ? y.values[k] : y.total;
+              const label = `${what}: ${w.aggregation}(${w.metric}) ${x.group} #${k}: ${v} vs ${e}`;
+              if (v === null || e === null) assert.equal(v, e, label);
+              else if (w.aggregation === 'P95')
+                assert.ok(Math.abs(v - e) <= 0.01 * Math.abs(e) + 1e-12, label);
+              else assert.ok(Math.abs(v - e) <= 1e-9 * Math.max(1, Math.abs(e)), label);
+            });
+          });
+        });
+        return a;
+      };
+      const before = await same('as ingested');
+      const acmeCost = () => before.widgets[0].series.find((x: any) => x.group === 'acme-1')?.total ?? null;
+      assert.equal(acmeCost(), null, 'acme-1 has no price yet');
+
+      // A price for acme-1, then the run priced again: its spans get costs (an update of each).
+      const price = await s.call('POST', `/v2/projects/${projectId}/model_prices`, {
+        model_pattern: 'acme-.*',
+        input_price_per_million: 2,
+        output_price_per_million: 2,
+      });
+      assert.equal(price.status, 200, price.text);
+      const re = await s.call('POST', `/v2/projects/${projectId}/recompute-metrics`, { log_stream_id: ls });
+      assert.equal(re.status, 200, re.text);
+      assert.ok(re.body.records_updated >= 12, JSON.stringify(re.body));
+      const priced = await same('after recompute-metrics');
+      assert.ok(priced.widgets[0].series.find((x: any) => x.group === 'acme-1').total > 0);
+
+      // Scores written by the background scorers (an update through ingestion).
+      for (const [k, id] of spanIds.entries())
+        await s.running.services.ingest.writeScore(projectId, ls, id, 'quality', k % 3 === 0 ? null : k / 10);
+      const scored = await same('after scores');
+      assert.ok(scored.widgets[5].series.reduce((n: number, x: any) => n + x.total, 0) > 0);
+
+      // And once the changed hours are recomputed from the records.
+      await s.running.services.widgetData.settled();
+      await s.running.services.widgetData.recomputeAll(ls);
+      await same('after the recompute of changed hours');
+    });
+  });
+}
