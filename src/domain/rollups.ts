@@ -360,6 +360,16 @@ class BatchCol {
     else for (let i = 0; i < o.small.length; i += 2) this.addBin(o.small[i], o.small[i + 1]);
   }
 
+  /** Adds a stored aggregate (a delta's, RollupBatch.absorbDelta). */
+  absorbAgg(a: Agg): void {
+    this.c += a.c;
+    this.s += a.s;
+    this.t += a.t;
+    if (a.lo !== null && a.lo < this.lo) this.lo = a.lo;
+    if (a.hi !== null && a.hi > this.hi) this.hi = a.hi;
+    for (let i = 0; i + 1 < a.bins.length; i += 2) this.addBin(a.bins[i], a.bins[i + 1]);
+  }
+
   /** The stored form; `any`: an ANY_VALUE row (its min and max are never read). */
   agg(any: boolean): Agg {
     let bins: number[];
@@ -401,7 +411,7 @@ class BatchKey {
     readonly value: string,
   ) {}
 
-  private col(name: string): BatchCol {
+  col(name: string): BatchCol {
     const at = SCALAR_INDEX.get(name);
     let a: BatchCol | undefined;
     if (at !== undefined) {
@@ -437,6 +447,15 @@ class BatchKey {
     });
     if (o.keyed) for (const [name, a] of o.keyed) this.col(name).absorb(a);
   }
+}
+
+type PackedAgg = [number, number, number, number | null, number | null, number[]];
+type DeltaKey = [number, string, string, number, (PackedAgg | 0)[] | 0, (readonly [string, PackedAgg])[] | 0];
+/** A stored delta (RollupBatch.deltas): keys, dirty hours, overflowed dims. */
+interface DeltaBody {
+  k: DeltaKey[];
+  d: number[];
+  o: string[];
 }
 
 /** A batch's rollup changes, merged per (log stream, hour, dim, value): one upsert per row. */
@@ -545,6 +564,70 @@ export class RollupBatch {
     }
     if (sorted) metrics.sort((a, b) => (a.col < b.col ? -1 : a.col > b.col ? 1 : 0)); // stable: keys stay in order
     return { counts, scalars, metrics };
+  }
+
+  /**
+   * The batch as one delta row per log stream (JSON), stored by the ingestion transaction and folded
+   * into the rollups later (absorbDelta): a key's aggregates as [hour, dim, value, n, scalars, keyed],
+   * an aggregate as [c, s, t, lo, hi, bins]. ANY_VALUE rows are not in it: rows() adds them.
+   */
+  deltas(): { run_id: string; body: string }[] {
+    const byRun = new Map<string, DeltaBody>();
+    const of = (runId: string) => {
+      let d = byRun.get(runId);
+      if (!d) {
+        d = { k: [], d: [], o: [] };
+        byRun.set(runId, d);
+      }
+      return d;
+    };
+    const packed = (a: Agg): PackedAgg => [a.c, a.s, a.t, a.lo, a.hi, a.bins];
+    for (const byDim of this.hours.values())
+      for (const byValue of byDim.values())
+        for (const k of byValue.values()) {
+          let scalars: (PackedAgg | 0)[] | 0 = 0;
+          for (let i = 0; i < SCALAR_METRICS.length; i++) {
+            const a = k.scalars[i];
+            if (!a) continue;
+            scalars ||= new Array(SCALAR_METRICS.length).fill(0);
+            scalars[i] = packed(a.agg(false));
+          }
+          const keyed = k.keyed ? [...k.keyed].map(([name, a]) => [name, packed(a.agg(false))] as const) : 0;
+          of(k.run_id).k.push([k.hour, k.dim, k.value, k.n, scalars, keyed as DeltaKey[5]]);
+        }
+    for (const key of this.dirty) {
+      const [runId, hour] = key.split('\u0000');
+      of(runId).d.push(Number(hour));
+    }
+    for (const key of this.overflows) {
+      const [runId, dim] = key.split('\u0000');
+      of(runId).o.push(dim);
+    }
+    return [...byRun].map(([run_id, d]) => ({ run_id, body: JSON.stringify(d) }));
+  }
+
+  /** Adds a stored delta of `runId` (deltas()). */
+  absorbDelta(runId: string, body: string): void {
+    const d = JSON.parse(body) as DeltaBody;
+    const agg = (p: PackedAgg): Agg => ({ c: p[0], s: p[1], t: p[2], lo: p[3], hi: p[4], bins: p[5] });
+    for (const [hour, dim, value, n, scalars, keyed] of d.k) {
+      const hk = `${runId}\u0000${hour}`;
+      let byDim = this.hours.get(hk);
+      if (!byDim) {
+        byDim = new Map();
+        this.hours.set(hk, byDim);
+      }
+      const k = this.keyOf(runId, hour, byDim, dim, value);
+      k.n += n;
+      if (scalars)
+        for (let i = 0; i < scalars.length; i++) {
+          const p = scalars[i];
+          if (p) k.col(SCALAR_METRICS[i]).absorbAgg(agg(p));
+        }
+      if (keyed) for (const [name, p] of keyed) k.col(name).absorbAgg(agg(p));
+    }
+    for (const hour of d.d) this.dirty.add(`${runId}\u0000${hour}`);
+    for (const dim of d.o) this.overflows.add(`${runId}\u0000${dim}`);
   }
 
   dirtyHours(): { run_id: string; hour: number }[] {

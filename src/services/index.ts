@@ -12,6 +12,7 @@ import type { Store } from '../store/db.ts';
 import { ingestStore } from '../store/ingest.ts';
 import { leasesOf } from '../store/leases.ts';
 import { RollupsRepo } from '../store/rollups.ts';
+import { ROLLUP_FOLD_JOB, RollupFoldService } from './rollup-fold.ts';
 import { RecordDeletes } from '../store/record-deletes.ts';
 import { RecordSelection } from '../store/record-selection.ts';
 import { RetentionRepo } from '../store/retention.ts';
@@ -101,6 +102,8 @@ export interface Services {
   retention: RetentionService;
   /** PostgreSQL: planner statistics kept current (null on SQLite). */
   tableStats: TableStatsService | null;
+  /** The dashboard rollups' deltas folded in the background. */
+  rollupFold: RollupFoldService;
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
@@ -155,6 +158,7 @@ export function createServices(
   const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
     RETENTION_JOB,
     SIGNALS_JOB,
+    ROLLUP_FOLD_JOB,
     ALERTS_JOB,
     DELIVERY_JOB,
     ...(store.dialect === 'postgres' ? [TEXT_INDEX_JOB, TABLE_STATS_JOB] : []),
@@ -226,13 +230,15 @@ export function createServices(
   );
   const dashboardColumns = new DashboardColumns(read.catalogue, annotations);
   const dashboards = new DashboardsService(dashboardsRepo, dashboardAccess, dashboardColumns);
+  const rollups = new RollupsRepo(store);
   const widgetData = new WidgetDataService(
     dashboardsRepo,
     dashboardAccess,
     read.widgetCells,
     dashboardColumns,
-    new RollupsRepo(store),
+    rollups,
   );
+  const rollupFold = new RollupFoldService(rollups, leasesOf(store.db));
   const insights = new InsightsService(new TokenUsageRepo(store.db), runs);
   const modelCallsRepo = new ModelCallsRepo(store.db);
   const modelCalls = new ModelCallsService(modelCallsRepo, integrations, prices, config);
@@ -324,6 +330,7 @@ export function createServices(
     lifecycle,
     retention,
     tableStats,
+    rollupFold,
     readiness: new ReadinessService(store),
     promptTemplates,
     experiments,

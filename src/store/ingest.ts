@@ -18,7 +18,7 @@ import { scoreBatchesOf } from '../domain/scoring-plan.ts';
 import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
-import { SQLITE_GAP, pgWriteRollups, sqliteRollupSteps } from './rollups.ts';
+import { SQLITE_DELTA, SQLITE_GAP } from './rollups.ts';
 import { SqliteWriter, type Step } from './sqlite-writer.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
@@ -270,7 +270,7 @@ class SqliteIngest implements IngestStore {
     } else {
       const batch = new RollupBatch(this.dims);
       for (const res of results) if (res.plan) addToRollups(batch, res.plan, res.runId);
-      steps.push(...sqliteRollupSteps(batch, SQLITE_CHUNK));
+      for (const d of batch.deltas()) steps.push([SQLITE_DELTA, [d.run_id, d.body]]);
     }
     if (steps.length) this.writer.send(steps);
     return gaps;
@@ -495,25 +495,39 @@ class PgIngest implements IngestStore {
     }
   }
 
-  private async apply(client: pg.PoolClient, plan: Plan, runId: string, projectId: string, now: number) {
+  private async apply(
+    client: pg.PoolClient,
+    plan: Plan,
+    runId: string,
+    projectId: string,
+    now: number,
+    rollupDeltas: { run_id: string; body: string }[],
+  ) {
     await this.insertRows(client, plan.inserts);
     if (plan.updates.length) await this.updateRows(client, plan.updates);
     if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
     if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
     if (plan.models.length) await this.upsertModels(client, plan.models, runId);
-    // The score batch goes in with the run's counts, a statement (and a round trip) fewer.
+    // The score batch and the rollup delta go in with the run's counts: one statement, one round trip.
     const values: unknown[] = [];
-    const batches = plan.scoreTasks.length
-      ? scoreBatchValues(plan, projectId).map((row) => `(${row.map((v) => `$${values.push(v)}`).join(', ')})`)
-      : [];
-    const withBatches = batches.length ? `with score_batches as (${JOB_INSERT} ${batches.join(', ')}) ` : '';
-    if (plan.newTraces || plan.newSpans) {
-      const n = values.push(plan.newTraces, plan.newSpans, runId);
-      await client.query(
-        `${withBatches}update runs set num_traces = num_traces + $${n - 2}, num_spans = num_spans + $${n - 1} where id = $${n}`,
-        values,
+    const $ = (v: unknown) => `$${values.push(v)}`;
+    const inserts: string[] = [];
+    if (plan.scoreTasks.length)
+      inserts.push(
+        `${JOB_INSERT} ${scoreBatchValues(plan, projectId)
+          .map((row) => `(${row.map($).join(', ')})`)
+          .join(', ')}`,
       );
-    } else if (batches.length) await client.query(`${JOB_INSERT} ${batches.join(', ')}`, values);
+    for (const d of rollupDeltas)
+      inserts.push(`insert into rollup_deltas (run_id, body) values (${$(d.run_id)}, ${$(d.body)})`);
+    const last =
+      plan.newTraces || plan.newSpans
+        ? `update runs set num_traces = num_traces + ${$(plan.newTraces)}, num_spans = num_spans + ${$(plan.newSpans)} where id = ${$(runId)}`
+        : inserts.pop();
+    if (last) {
+      const ctes = inserts.map((text, i) => `w${i} as (${text})`);
+      await client.query(`${ctes.length ? `with ${ctes.join(', ')} ` : ''}${last}`, values);
+    }
     if (plan.userSession) {
       await client.query(
         'update runs set has_user_created_sessions = 1 where id = $1 and has_user_created_sessions = 0',
@@ -607,12 +621,14 @@ class PgIngest implements IngestStore {
         const res = step.value;
         if (res.plan) {
           const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
-          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000);
+          let deltas: { run_id: string; body: string }[] = [];
           if (this.rollups) {
             const batch = new RollupBatch(this.dims);
             addToRollups(batch, res.plan, res.runId);
-            await pgWriteRollups(client, batch, [res.runId]);
-          } else if (!this.gapsMarked.has(res.runId)) {
+            deltas = batch.deltas();
+          }
+          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000, deltas);
+          if (!this.rollups && !this.gapsMarked.has(res.runId)) {
             await client.query('insert into rollup_gaps (run_id) values ($1) on conflict do nothing', [
               res.runId,
             ]);

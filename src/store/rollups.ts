@@ -8,7 +8,7 @@
  * it upserts, so that no batch's delta lands between a recompute's read of the records and its
  * write (a batch still uncommitted when the recompute read adds its delta after it).
  */
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { decodeArraySend, decodeBins, encodeBins } from '../domain/ddsketch.ts';
 import {
   ANY_VALUE,
@@ -143,9 +143,16 @@ export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, 
 export const SQLITE_OVERFLOW =
   'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
 export const SQLITE_GAP = 'insert into rollup_gaps (run_id) values (?) on conflict do nothing';
+export const SQLITE_DELTA = 'insert into rollup_deltas (run_id, body) values (?, ?)';
+
+/** Rows of a SQLite statement at a time when a fold writes its upserts. */
+const SQLITE_FOLD_CHUNK = 100;
+
+/** PostgreSQL errors after which a recompute is tried again (it raced a fold or another recompute). */
+const RETRIED = new Set(['40001', '40P01', '23505']);
 
 /** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
-export function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
+function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
   const steps: [string, unknown[]][] = [];
   // One writer, one transaction at a time: no lock order to keep, so no sort.
   const { counts, scalars, metrics } = batch.rows(false);
@@ -204,20 +211,16 @@ export type RollupRead =
       dirty: number[];
     };
 
-const pgLock = (runId: string, shared: boolean) =>
-  shared
-    ? sql`select pg_advisory_xact_lock_shared(hashtext(${`rollups:${runId}`}))`
-    : sql`select pg_advisory_xact_lock(hashtext(${`rollups:${runId}`}))`;
+/** A statement runner: the ingest transaction's client, or a Kysely transaction's (rawRunner). */
+type Runner = { query: (text: string, values?: unknown[]) => Promise<unknown> };
 
-/** PostgreSQL: a batch's rollup writes on the ingest transaction's client. */
-export async function pgWriteRollups(
-  client: { query: (text: string, values?: unknown[]) => Promise<unknown> },
-  batch: RollupBatch,
-  runIds: string[],
-): Promise<void> {
+const rawRunner = (trx: Kysely<DB>): Runner => ({
+  query: (text, values = []) => trx.executeQuery(CompiledQuery.raw(text, values)),
+});
+
+/** PostgreSQL: a batch's rollup upserts. */
+async function pgWriteRollups(client: Runner, batch: RollupBatch): Promise<void> {
   if (batch.empty) return;
-  for (const runId of [...new Set(runIds)].sort())
-    await client.query('select pg_advisory_xact_lock_shared(hashtext($1))', [`rollups:${runId}`]);
   // Each table's rows in key order (rows lock in it), as arrays a column (unnest): a statement of
   // a few parameters whatever the rows, which PostgreSQL parses and plans once.
   const { counts, scalars, metrics } = batch.rows();
@@ -540,6 +543,9 @@ export class RollupsRepo {
       }
       return { counts, shown, rows, records, dirty };
     };
+    // What ingestion wrote so far is in the rows read (deltas of other processes' folds in flight too:
+    // the fold waits for them).
+    await this.fold({ runId });
     if (this.pg)
       return this.db
         .transaction()
@@ -547,6 +553,71 @@ export class RollupsRepo {
         .setAccessMode('read only')
         .execute(body);
     return this.db.transaction().execute(body);
+  }
+
+  /**
+   * Folds stored deltas into the rollup rows: those of `runId` (all of them, waiting for any a
+   * concurrent fold holds), or else the oldest `limit` no other fold holds. Answers how many.
+   */
+  async fold(opts: { runId?: string; limit?: number } = {}): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      const batch = new RollupBatch(null);
+      const n = await this.claimDeltas(trx, batch, opts);
+      await this.writeBatch(trx, batch);
+      return n;
+    });
+  }
+
+  /** Takes deltas off the store into `batch` (the first statement of a transaction: see recompute). */
+  private async claimDeltas(
+    trx: Kysely<DB>,
+    batch: RollupBatch,
+    opts: { runId?: string; limit?: number },
+  ): Promise<number> {
+    const claimed =
+      opts.runId !== undefined
+        ? sql<{ run_id: string; body: string }>`delete from rollup_deltas where run_id = ${opts.runId}
+            returning run_id, body`
+        : sql<{ run_id: string; body: string }>`delete from rollup_deltas where id in (
+            select id from rollup_deltas order by id limit ${opts.limit ?? 1000}
+            ${this.pg ? sql`for update skip locked` : sql``}) returning run_id, body`;
+    const { rows } = await claimed.execute(trx);
+    for (const r of rows) batch.absorbDelta(r.run_id, r.body);
+    return rows.length;
+  }
+
+  /** Upserts a batch's rows (adding to the stored ones). */
+  private async writeBatch(trx: Kysely<DB>, batch: RollupBatch): Promise<void> {
+    if (batch.empty) return;
+    if (this.pg) return pgWriteRollups(rawRunner(trx), batch);
+    for (const [text, args] of sqliteRollupSteps(batch, SQLITE_FOLD_CHUNK))
+      await trx.executeQuery(CompiledQuery.raw(text, args));
+  }
+
+  /**
+   * A transaction that rewrites hours of a log stream from its records. It first folds the log
+   * stream's deltas, in one snapshot with its reads of the records (repeatable read on PostgreSQL;
+   * SQLite's first write takes the one write lock): a record is then either in what it reads or in a
+   * delta folded after it, never both. Racing a concurrent fold or recompute, PostgreSQL fails it
+   * (serialization, or a key both inserted), and it runs again.
+   */
+  private async rewriting(runId: string, body: (trx: Kysely<DB>) => Promise<void>): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const run = async (trx: Kysely<DB>) => {
+          const batch = new RollupBatch(null);
+          await this.claimDeltas(trx, batch, { runId });
+          await this.writeBatch(trx, batch);
+          await body(trx);
+        };
+        if (this.pg) await this.db.transaction().setIsolationLevel('repeatable read').execute(run);
+        else await this.db.transaction().execute(run);
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (!this.pg || attempt >= 5 || !code || !RETRIED.has(code)) throw err;
+      }
+    }
   }
 
   /** The dirty hours of a log stream (oldest first, at most `limit`). */
@@ -564,8 +635,7 @@ export class RollupsRepo {
   /** Recomputes hours of a log stream from their records (their dirty marks go). */
   async recompute(runId: string, hours: readonly number[]): Promise<void> {
     if (!hours.length) return;
-    await this.db.transaction().execute(async (trx) => {
-      if (this.pg) await pgLock(runId, false).execute(trx);
+    await this.rewriting(runId, async (trx) => {
       const overflowed = await trx
         .selectFrom('rollup_overflow')
         .select('dim')
@@ -651,24 +721,29 @@ export class RollupsRepo {
     // A fresh count of every dim's values over the whole log stream decides its overflow.
     const dims = new DimValues(undefined, 1);
     let cursor = Number.NEGATIVE_INFINITY;
-    for (;;) {
-      const done = await this.db.transaction().execute(async (trx) => {
-        if (this.pg) await pgLock(runId, false).execute(trx);
+    for (let done = false; !done; ) {
+      // Where this transaction got to, kept once it commits (a retried one starts over).
+      let reached = cursor;
+      await this.rewriting(runId, async (trx) => {
+        reached = cursor;
+        done = false;
         for (let k = 0; k < hoursPerTransaction; k++) {
           const next = await trx
             .selectFrom('records')
             .select((eb) => eb.fn.min('created_at').as('at'))
             .where('run_id', '=', runId)
-            .where('created_at', '>=', Number.isFinite(cursor) ? cursor : -(2 ** 62))
+            .where('created_at', '>=', Number.isFinite(reached) ? reached : -(2 ** 62))
             .executeTakeFirst();
-          if (next?.at === null || next?.at === undefined) return true;
+          if (next?.at === null || next?.at === undefined) {
+            done = true;
+            return;
+          }
           const hour = Math.floor(Number(next.at) / ROLLUP_BUCKET_US) * ROLLUP_BUCKET_US;
           await this.rewriteHour(trx, runId, hour, dims);
-          cursor = hour + ROLLUP_BUCKET_US;
+          reached = hour + ROLLUP_BUCKET_US;
         }
-        return false;
       });
-      if (done) break;
+      cursor = reached;
     }
     await this.db.deleteFrom('rollup_gaps').where('run_id', '=', runId).execute();
   }

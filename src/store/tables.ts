@@ -3,6 +3,7 @@
  * JSON columns are TEXT on SQLite and JSONB on PostgreSQL (write with JSON.stringify, read with
  * parseJson); booleans are 0/1 integers on both so that compiled filters read the same.
  */
+import type { Generated } from 'kysely';
 import type { RecordRow } from '../domain/records.ts';
 
 export interface UsersTable {
@@ -508,6 +509,13 @@ export interface RollupGapsTable {
   run_id: string;
 }
 
+/** An ingestion transaction's rollup changes for one log stream, until folded (domain/rollups.ts RollupBatch.deltas). */
+export interface RollupDeltasTable {
+  id: Generated<number>;
+  run_id: string;
+  body: string;
+}
+
 export interface DB {
   rollups: RollupsTable;
   rollup_counts: RollupCountsTable;
@@ -515,6 +523,7 @@ export interface DB {
   rollup_dirty: RollupDirtyTable;
   rollup_overflow: RollupOverflowTable;
   rollup_gaps: RollupGapsTable;
+  rollup_deltas: RollupDeltasTable;
   users: UsersTable;
   api_keys: ApiKeysTable;
   groups: GroupsTable;

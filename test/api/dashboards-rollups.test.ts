@@ -81,6 +81,62 @@ for (const store of storesUnderTest()) {
       assert.ok(a.widgets[0].series[0].total > 0);
     });
 
+    test('ingestion stores deltas; the fold job adds them to the rollup rows; a read folds its own first', async () => {
+      const { store, rollupFold } = s.running.services;
+      const deltas = async (runId: string) =>
+        Number(
+          (
+            await store.db
+              .selectFrom('rollup_deltas')
+              .select((eb) => eb.fn.countAll().as('n'))
+              .where('run_id', '=', runId)
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
+      const counted = async (runId: string) =>
+        Number(
+          (
+            await store.db
+              .selectFrom('rollup_counts')
+              .select((eb) => eb.fn.sum('n').as('n'))
+              .where('run_id', '=', runId)
+              .where('dim', '=', '')
+              .executeTakeFirstOrThrow()
+          ).n ?? 0,
+        );
+      const mk = async () =>
+        (await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `fold-${randomUUID()}` })).body
+          .id as string;
+      const traces = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ name: 'f', created_at: iso(T0 + i * 60e6), spans: [] }));
+
+      // The background job: every pending delta folded, the counts those of the records.
+      const a = await mk();
+      await ingestTraces(s, projectId, a, traces(5));
+      await ingestTraces(s, projectId, a, traces(3));
+      assert.ok((await deltas(a)) >= 1);
+      assert.equal(await counted(a), 0);
+      assert.equal(await rollupFold.job.runOnce(), 'done');
+      assert.equal(await deltas(a), 0);
+      const records = await store.db
+        .selectFrom('records')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('run_id', '=', a)
+        .executeTakeFirstOrThrow();
+      assert.equal(await counted(a), Number(records.n));
+
+      // A dashboard of another log stream, with the job not run: it folds that stream's deltas itself.
+      const b = await mk();
+      await ingestTraces(s, projectId, b, traces(4));
+      assert.ok((await deltas(b)) >= 1);
+      const got = await (await query(b, {}, [['id', 'Count']]))();
+      assert.equal(got.answered_by, 'rollup');
+      const scanned = await (await query(b, { filter_tree: EVERYTHING }, [['id', 'Count']]))();
+      assert.equal(got.widgets[0].series[0].total, scanned.widgets[0].series[0].total);
+      assert.ok(got.widgets[0].series[0].total >= 4);
+      assert.equal(await deltas(b), 0);
+    });
+
     test('what rollups do not answer is scanned, and the answer says why', async () => {
       const cases: [Record<string, unknown>, [string, string][], RegExp][] = [
         [{ interval_mins: 30 }, W, /interval_mins/],

@@ -135,3 +135,42 @@ test("a scalar row's sketches joined in one list come apart column by column, an
     { numRuns: 200 },
   );
 });
+
+test('batches stored as deltas and folded together give the rows of one batch of all their records', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.array(record, { maxLength: 60 }), { minLength: 1, maxLength: 6 }),
+      fc.array(fc.nat(59), { maxLength: 10 }),
+      (groups, offs) => {
+        // Values on a 1/1024 grid: their sums are exact in any order (the fold adds in another order).
+        const grid = (x: number) => Math.round(x * 1024) / 1024 || 0; // and no -0 (JSON has none)
+        const toRecords = (rs: (typeof groups)[number]) =>
+          rs.map((r) => ({
+            ...r,
+            duration_ns: r.duration_ns === null ? null : grid(r.duration_ns),
+            metrics: r.metrics && JSON.stringify({ score: grid(r.metrics.score) }),
+          })) as RollupRecord[];
+        const whole = new RollupBatch(null);
+        const folded = new RollupBatch(null);
+        groups.forEach((rs, g) => {
+          const records = toRecords(rs);
+          const part = new RollupBatch(null);
+          for (const r of records) {
+            part.add(g % 2 ? 'run-b' : 'run-a', r);
+            whole.add(g % 2 ? 'run-b' : 'run-a', r);
+          }
+          // Updates: some records replaced by themselves one hour later (dirty hours, parts taken off).
+          for (const i of offs.filter((i) => i < records.length)) {
+            const later = { ...records[i], created_at: Number(records[i].created_at) + ROLLUP_BUCKET_US };
+            part.replace(g % 2 ? 'run-b' : 'run-a', records[i], later);
+            whole.replace(g % 2 ? 'run-b' : 'run-a', records[i], later);
+          }
+          for (const d of part.deltas()) folded.absorbDelta(d.run_id, d.body);
+        });
+        assert.deepEqual(folded.rows(), whole.rows());
+        assert.deepEqual(folded.dirtyHours(), whole.dirtyHours());
+      },
+    ),
+    { numRuns: 150 },
+  );
+});

@@ -21,14 +21,24 @@ function mayReadMetrics(req: FastifyRequest, token: string | null): boolean {
 
 /** Readiness, Prometheus metrics, and the background jobs' start and stop with the app. */
 export default async function operationsRoutes(app: FastifyInstance) {
-  const { metrics, retention, tableStats, lifecycle, readiness, config, signalRuns, alerts, notifications } =
-    app.services;
+  const {
+    metrics,
+    retention,
+    tableStats,
+    rollupFold,
+    lifecycle,
+    readiness,
+    config,
+    signalRuns,
+    alerts,
+    notifications,
+  } = app.services;
   let closing = false;
 
   app.addHook('onReady', async () => {
     retention.job.start();
     tableStats?.job.start();
-    for (const job of [signalRuns.job, alerts.job, notifications.job]) job.start();
+    for (const job of [signalRuns.job, alerts.job, notifications.job, rollupFold.job]) job.start();
   });
   // Before the server stops accepting: deletes and exports under way stop at their next batch and
   // the retention job at its next safe point, so that draining the requests in flight is quick.
@@ -41,6 +51,7 @@ export default async function operationsRoutes(app: FastifyInstance) {
       signalRuns.job.stop(),
       alerts.job.stop(),
       notifications.job.stop(),
+      rollupFold.job.stop(),
     ]);
   });
 

@@ -29,6 +29,8 @@ const SCALAR_METRICS = [
  *   column, and one sketch merge a row: a batch's upserts are about a quarter as many;
  * - rollups: the same per metric key (scores, `m:<key>`), one row per log stream, dim, value, key
  *   and hour (the keys are not known in advance);
+ * - rollup_deltas: an ingestion transaction's changes to the rows above, per log stream, kept until
+ *   folded into them (many transactions' changes in one upsert a row; store/rollups.ts);
  * - rollup_dirty: hours whose min and max may be stale until recomputed from the records;
  * - rollup_overflow: dims that passed the cap of values;
  * - rollup_gaps: log streams whose records came before rollups (their dashboards scan until rebuilt).
@@ -104,6 +106,14 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('dim', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('rollup_overflow_pk', ['run_id', 'dim'])
     .execute();
+  // Each ingestion transaction's rollup changes as one row, folded into the tables above later.
+  if (pg)
+    await sql`create table rollup_deltas (id bigint generated always as identity primary key,
+      run_id text not null references runs (id) on delete cascade, body text not null)`.execute(db);
+  else
+    await sql`create table rollup_deltas (id integer primary key,
+      run_id text not null references runs (id) on delete cascade, body text not null)`.execute(db);
+  await db.schema.createIndex('rollup_deltas_run').on('rollup_deltas').columns(['run_id', 'id']).execute();
   await db.schema
     .createTable('rollup_gaps')
     .addColumn('run_id', 'text', (c) => c.primaryKey().references('runs.id').onDelete('cascade'))

@@ -1,0 +1,34 @@
+/**
+ * Folds the dashboard rollups' deltas (store/rollups.ts) into their rows in the background: ingestion
+ * stores each transaction's rollup changes as one row, and this job adds many transactions' changes
+ * to the rollup rows in one upsert a row, in the one process holding its lease. A dashboard folds its
+ * log stream's deltas itself before it reads, so what it shows never waits for this job.
+ */
+import type { Leases } from '../store/leases.ts';
+import type { RollupsRepo } from '../store/rollups.ts';
+import { LeasedJob } from './leased-job.ts';
+
+export const ROLLUP_FOLD_JOB = 'rollup-fold';
+
+/** Deltas folded in one transaction. */
+const FOLD_LIMIT = 2000;
+
+export class RollupFoldService {
+  readonly job: LeasedJob;
+
+  constructor(
+    private readonly repo: RollupsRepo,
+    leases: Leases,
+    intervalMs = 1000,
+  ) {
+    this.job = new LeasedJob(ROLLUP_FOLD_JOB, leases, intervalMs, (signal, stillHeld) =>
+      this.pass(signal, stillHeld),
+    );
+  }
+
+  private async pass(signal: AbortSignal, stillHeld: () => Promise<boolean>): Promise<'done' | 'stopped'> {
+    while ((await this.repo.fold({ limit: FOLD_LIMIT })) === FOLD_LIMIT)
+      if (signal.aborted || !(await stillHeld())) return 'stopped';
+    return 'done';
+  }
+}
