@@ -131,6 +131,34 @@ export function recordFacts(r: RollupRecord): {
   return { parts, dims };
 }
 
+/** A record's metric values as RollupBatch.add reads them: record columns by index, metric keys by `m:<key>`. */
+class RecordParts {
+  readonly scalarAt: number[] = [];
+  readonly scalarV: number[] = [];
+  readonly scalarCode: number[] = [];
+  readonly keyed: { name: string; v: number; code: number }[] = [];
+
+  static of(r: RollupRecord): RecordParts {
+    const p = new RecordParts();
+    for (let i = 0; i < SCALAR_METRICS.length; i++) {
+      const v = r[SCALAR_METRICS[i]];
+      if (v === null || v === undefined) continue;
+      const x = Number(v);
+      p.scalarAt.push(i);
+      p.scalarV.push(x);
+      p.scalarCode.push(binCode(x));
+    }
+    const metrics = parsed(r.metrics);
+    if (metrics)
+      for (const k in metrics) {
+        const v = metrics[k];
+        if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+        p.keyed.push({ name: `m:${k}`, v, code: binCode(v) });
+      }
+    return p;
+  }
+}
+
 /** A record's value key in a dim ('null' when it has none). */
 export function recordValue(r: RollupRecord, dim: string): string {
   if (dim === '') return 'null';
@@ -360,14 +388,14 @@ class BatchCol {
     else for (let i = 0; i < o.small.length; i += 2) this.addBin(o.small[i], o.small[i + 1]);
   }
 
-  /** Adds a stored aggregate (a delta's, RollupBatch.absorbDelta). */
-  absorbAgg(a: Agg): void {
-    this.c += a.c;
-    this.s += a.s;
-    this.t += a.t;
-    if (a.lo !== null && a.lo < this.lo) this.lo = a.lo;
-    if (a.hi !== null && a.hi > this.hi) this.hi = a.hi;
-    for (let i = 0; i + 1 < a.bins.length; i += 2) this.addBin(a.bins[i], a.bins[i + 1]);
+  /** Adds a delta's aggregate (packed(), RollupBatch.absorbDelta). */
+  absorbPacked([c, s, t, lo, hi, bins]: PackedAgg): void {
+    this.c += c;
+    this.s += s;
+    this.t += t;
+    if (lo !== null && lo < this.lo) this.lo = lo;
+    if (hi !== null && hi > this.hi) this.hi = hi;
+    for (let i = 0; i + 1 < bins.length; i += 2) this.addBin(bins[i], bins[i + 1]);
   }
 
   /** The stored form; `any`: an ANY_VALUE row (its min and max are never read). */
@@ -396,6 +424,23 @@ class BatchCol {
       hi: any || this.hi === Number.NEGATIVE_INFINITY ? null : this.hi,
       bins,
     };
+  }
+
+  /** The form a delta stores (RollupBatch.deltas): bins in any order (absorbAgg adds them one by one). */
+  packed(): PackedAgg {
+    let bins: number[];
+    if (this.big) {
+      bins = [];
+      for (const [code, n] of this.big) if (n !== 0) bins.push(code, n);
+    } else bins = this.small;
+    return [
+      this.c,
+      this.s,
+      this.t,
+      this.lo === Number.POSITIVE_INFINITY ? null : this.lo,
+      this.hi === Number.NEGATIVE_INFINITY ? null : this.hi,
+      bins,
+    ];
   }
 }
 
@@ -429,6 +474,30 @@ class BatchKey {
       }
     }
     return a;
+  }
+
+  /** A record's parts (RecordParts.of), the same as add(recordFacts(r).parts) without names looked up. */
+  addParts(p: RecordParts, sign: number): void {
+    this.n += sign;
+    for (let i = 0; i < p.scalarAt.length; i++) {
+      const at = p.scalarAt[i];
+      let a = this.scalars[at];
+      if (!a) {
+        a = new BatchCol();
+        this.scalars[at] = a;
+      }
+      a.add(p.scalarV[i], p.scalarCode[i], sign);
+    }
+    for (let i = 0; i < p.keyed.length; i++) {
+      const k = p.keyed[i];
+      this.keyed ??= new Map();
+      let a = this.keyed.get(k.name);
+      if (!a) {
+        a = new BatchCol();
+        this.keyed.set(k.name, a);
+      }
+      a.add(k.v, k.code, sign);
+    }
   }
 
   add(parts: [string, number, number][], sign: number): void {
@@ -491,22 +560,87 @@ export class RollupBatch {
     return k;
   }
 
-  /** Adds (sign 1) or takes off (sign -1) a record's part. */
-  add(runId: string, r: RollupRecord, sign = 1): void {
-    const hour = hourOf(Number(r.created_at));
-    const { parts, dims } = recordFacts(r);
+  /**
+   * The groups of the last hour asked for (a request's records mostly share their hour), also by
+   * their raw values: most lookups then need no value key (a JSON text) made.
+   */
+  private last: {
+    runId: string;
+    hour: number;
+    byDim: Map<string, Map<string, BatchKey>>;
+    raw: Map<string, Map<unknown, BatchKey>>;
+  } | null = null;
+  private readonly rawByHour = new Map<string, Map<string, Map<unknown, BatchKey>>>();
+
+  private hourOf(runId: string, hour: number) {
+    const last = this.last;
+    if (last && last.hour === hour && last.runId === runId) return last;
     const hk = `${runId}\u0000${hour}`;
     let byDim = this.hours.get(hk);
     if (!byDim) {
       byDim = new Map();
       this.hours.set(hk, byDim);
     }
-    for (let i = 0; i < dims.length; i++) {
-      const [dim, value] = dims[i];
-      if (this.dims && !this.dims.admit(runId, dim, value, (d) => this.overflows.add(`${runId}\u0000${d}`)))
-        continue;
-      this.keyOf(runId, hour, byDim, dim, value).add(parts, sign);
+    let raw = this.rawByHour.get(hk);
+    if (!raw) {
+      raw = new Map();
+      this.rawByHour.set(hk, raw);
     }
+    this.last = { runId, hour, byDim, raw };
+    return this.last;
+  }
+
+  /** Adds (sign 1) or takes off (sign -1) a record's part. */
+  add(runId: string, r: RollupRecord, sign = 1): void {
+    const at = this.hourOf(runId, hourOf(Number(r.created_at)));
+    const facts = RecordParts.of(r);
+    this.into(at, facts, sign, '', null);
+    this.into(at, facts, sign, 'type', r.type);
+    this.into(at, facts, sign, 'name', r.name);
+    this.into(at, facts, sign, 'model', r.model);
+    for (let i = 0; i < facts.keyed.length; i++)
+      this.into(at, facts, sign, facts.keyed[i].name, facts.keyed[i].v);
+    const user = parsed(r.user_metadata);
+    if (user)
+      for (const k in user) {
+        const v = user[k];
+        if (typeof v === 'string') this.into(at, facts, sign, `u:${k}`, v);
+      }
+  }
+
+  /** A record's parts into its group of `dim` (unless the dim overflowed); `v` the raw value. */
+  private into(
+    at: NonNullable<RollupBatch['last']>,
+    facts: RecordParts,
+    sign: number,
+    dim: string,
+    v: unknown,
+  ): void {
+    let raw = at.raw.get(dim);
+    if (!raw) {
+      raw = new Map();
+      at.raw.set(dim, raw);
+    }
+    // A group already in the batch was admitted (a dim that overflowed since is not read anyway).
+    let k = raw.get(v);
+    if (!k) {
+      const value = dim === '' ? 'null' : valueKey(v);
+      if (this.dims && !this.dims.admit(at.runId, dim, value, this.overflowOf(at.runId))) return;
+      k = this.keyOf(at.runId, at.hour, at.byDim, dim, value);
+      raw.set(v, k);
+    }
+    k.addParts(facts, sign);
+  }
+
+  private readonly overflowFns = new Map<string, (dim: string) => void>();
+  /** The callback that records a dim of `runId` overflowing (one per log stream, not one per call). */
+  private overflowOf(runId: string): (dim: string) => void {
+    let f = this.overflowFns.get(runId);
+    if (!f) {
+      f = (d) => this.overflows.add(`${runId}\u0000${d}`);
+      this.overflowFns.set(runId, f);
+    }
+    return f;
   }
 
   /** An update: the old part off and the new one on; the hour is dirty when anything kept changed. */
@@ -581,7 +715,6 @@ export class RollupBatch {
       }
       return d;
     };
-    const packed = (a: Agg): PackedAgg => [a.c, a.s, a.t, a.lo, a.hi, a.bins];
     for (const byDim of this.hours.values())
       for (const byValue of byDim.values())
         for (const k of byValue.values()) {
@@ -590,9 +723,9 @@ export class RollupBatch {
             const a = k.scalars[i];
             if (!a) continue;
             scalars ||= new Array(SCALAR_METRICS.length).fill(0);
-            scalars[i] = packed(a.agg(false));
+            scalars[i] = a.packed();
           }
-          const keyed = k.keyed ? [...k.keyed].map(([name, a]) => [name, packed(a.agg(false))] as const) : 0;
+          const keyed = k.keyed ? [...k.keyed].map(([name, a]) => [name, a.packed()] as const) : 0;
           of(k.run_id).k.push([k.hour, k.dim, k.value, k.n, scalars, keyed as DeltaKey[5]]);
         }
     for (const key of this.dirty) {
@@ -609,22 +742,15 @@ export class RollupBatch {
   /** Adds a stored delta of `runId` (deltas()). */
   absorbDelta(runId: string, body: string): void {
     const d = JSON.parse(body) as DeltaBody;
-    const agg = (p: PackedAgg): Agg => ({ c: p[0], s: p[1], t: p[2], lo: p[3], hi: p[4], bins: p[5] });
     for (const [hour, dim, value, n, scalars, keyed] of d.k) {
-      const hk = `${runId}\u0000${hour}`;
-      let byDim = this.hours.get(hk);
-      if (!byDim) {
-        byDim = new Map();
-        this.hours.set(hk, byDim);
-      }
-      const k = this.keyOf(runId, hour, byDim, dim, value);
+      const k = this.keyOf(runId, hour, this.hourOf(runId, hour).byDim, dim, value);
       k.n += n;
       if (scalars)
         for (let i = 0; i < scalars.length; i++) {
           const p = scalars[i];
-          if (p) k.col(SCALAR_METRICS[i]).absorbAgg(agg(p));
+          if (p) k.col(SCALAR_METRICS[i]).absorbPacked(p);
         }
-      if (keyed) for (const [name, p] of keyed) k.col(name).absorbAgg(agg(p));
+      if (keyed) for (const [name, p] of keyed) k.col(name).absorbPacked(p);
     }
     for (const hour of d.d) this.dirty.add(`${runId}\u0000${hour}`);
     for (const dim of d.o) this.overflows.add(`${runId}\u0000${dim}`);
