@@ -388,16 +388,6 @@ class BatchCol {
     else for (let i = 0; i < o.small.length; i += 2) this.addBin(o.small[i], o.small[i + 1]);
   }
 
-  /** Adds a delta's aggregate (packed(), RollupBatch.absorbDelta). */
-  absorbPacked([c, s, t, lo, hi, bins]: PackedAgg): void {
-    this.c += c;
-    this.s += s;
-    this.t += t;
-    if (lo !== null && lo < this.lo) this.lo = lo;
-    if (hi !== null && hi > this.hi) this.hi = hi;
-    for (let i = 0; i + 1 < bins.length; i += 2) this.addBin(bins[i], bins[i + 1]);
-  }
-
   /** The stored form; `any`: an ANY_VALUE row (its min and max are never read). */
   agg(any: boolean): Agg {
     let bins: number[];
@@ -424,23 +414,6 @@ class BatchCol {
       hi: any || this.hi === Number.NEGATIVE_INFINITY ? null : this.hi,
       bins,
     };
-  }
-
-  /** The form a delta stores (RollupBatch.deltas): bins in any order (absorbAgg adds them one by one). */
-  packed(): PackedAgg {
-    let bins: number[];
-    if (this.big) {
-      bins = [];
-      for (const [code, n] of this.big) if (n !== 0) bins.push(code, n);
-    } else bins = this.small;
-    return [
-      this.c,
-      this.s,
-      this.t,
-      this.lo === Number.POSITIVE_INFINITY ? null : this.lo,
-      this.hi === Number.NEGATIVE_INFINITY ? null : this.hi,
-      bins,
-    ];
   }
 }
 
@@ -518,13 +491,50 @@ class BatchKey {
   }
 }
 
-type PackedAgg = [number, number, number, number | null, number | null, number[]];
-type DeltaKey = [number, string, string, number, (PackedAgg | 0)[] | 0, (readonly [string, PackedAgg])[] | 0];
-/** A stored delta (RollupBatch.deltas): keys, dirty hours, overflowed dims. */
-interface DeltaBody {
-  k: DeltaKey[];
-  d: number[];
-  o: string[];
+/**
+ * A record as a delta keeps it: created_at, type, name, model, metrics and user metadata (their JSON
+ * texts as stored, unparsed), then the SCALAR_METRICS columns.
+ */
+type DeltaFacts = [number, string, string, string | null, unknown, unknown, ...(number | null)[]];
+
+const json = (v: unknown) =>
+  v === null || v === undefined ? 'null' : typeof v === 'string' ? v : JSON.stringify(v);
+
+function factsText(r: RollupRecord): string {
+  let out = `[${Number(r.created_at)},${JSON.stringify(r.type)},${JSON.stringify(r.name)},${JSON.stringify(r.model ?? null)},${json(r.metrics)},${json(r.user_metadata)}`;
+  for (const col of SCALAR_METRICS) {
+    const v = r[col];
+    out += v === null || v === undefined ? ',null' : `,${Number(v)}`;
+  }
+  return `${out}]`;
+}
+
+function fromFacts(f: DeltaFacts): RollupRecord {
+  const r: RollupRecord = {
+    created_at: f[0],
+    type: f[1],
+    name: f[2],
+    model: f[3],
+    metrics: f[4],
+    user_metadata: f[5],
+  };
+  for (let i = 0; i < SCALAR_METRICS.length; i++) r[SCALAR_METRICS[i]] = f[6 + i];
+  return r;
+}
+
+/**
+ * An ingestion transaction's rollup changes for one log stream, as the row it stores (folded into
+ * the rollups later, RollupBatch.absorbDelta): its new records, and its updates as (old, new) pairs.
+ * Only the columns rollups read, as text joined without parsing: the aggregation happens once, when
+ * many transactions' deltas are folded together, not on the ingest path.
+ */
+export function rollupDelta(
+  inserts: readonly RollupRecord[],
+  updates: readonly [RollupRecord, RollupRecord][],
+): string {
+  const a = inserts.map(factsText).join(',');
+  const r = updates.map(([before, after]) => `[${factsText(before)},${factsText(after)}]`).join(',');
+  return `{"a":[${a}],"r":[${r}]}`;
 }
 
 /** A batch's rollup changes, merged per (log stream, hour, dim, value): one upsert per row. */
@@ -700,60 +710,11 @@ export class RollupBatch {
     return { counts, scalars, metrics };
   }
 
-  /**
-   * The batch as one delta row per log stream (JSON), stored by the ingestion transaction and folded
-   * into the rollups later (absorbDelta): a key's aggregates as [hour, dim, value, n, scalars, keyed],
-   * an aggregate as [c, s, t, lo, hi, bins]. ANY_VALUE rows are not in it: rows() adds them.
-   */
-  deltas(): { run_id: string; body: string }[] {
-    const byRun = new Map<string, DeltaBody>();
-    const of = (runId: string) => {
-      let d = byRun.get(runId);
-      if (!d) {
-        d = { k: [], d: [], o: [] };
-        byRun.set(runId, d);
-      }
-      return d;
-    };
-    for (const byDim of this.hours.values())
-      for (const byValue of byDim.values())
-        for (const k of byValue.values()) {
-          let scalars: (PackedAgg | 0)[] | 0 = 0;
-          for (let i = 0; i < SCALAR_METRICS.length; i++) {
-            const a = k.scalars[i];
-            if (!a) continue;
-            scalars ||= new Array(SCALAR_METRICS.length).fill(0);
-            scalars[i] = a.packed();
-          }
-          const keyed = k.keyed ? [...k.keyed].map(([name, a]) => [name, a.packed()] as const) : 0;
-          of(k.run_id).k.push([k.hour, k.dim, k.value, k.n, scalars, keyed as DeltaKey[5]]);
-        }
-    for (const key of this.dirty) {
-      const [runId, hour] = key.split('\u0000');
-      of(runId).d.push(Number(hour));
-    }
-    for (const key of this.overflows) {
-      const [runId, dim] = key.split('\u0000');
-      of(runId).o.push(dim);
-    }
-    return [...byRun].map(([run_id, d]) => ({ run_id, body: JSON.stringify(d) }));
-  }
-
-  /** Adds a stored delta of `runId` (deltas()). */
+  /** Adds a stored delta (rollupDelta): its records on, its updates' old parts off and new ones on. */
   absorbDelta(runId: string, body: string): void {
-    const d = JSON.parse(body) as DeltaBody;
-    for (const [hour, dim, value, n, scalars, keyed] of d.k) {
-      const k = this.keyOf(runId, hour, this.hourOf(runId, hour).byDim, dim, value);
-      k.n += n;
-      if (scalars)
-        for (let i = 0; i < scalars.length; i++) {
-          const p = scalars[i];
-          if (p) k.col(SCALAR_METRICS[i]).absorbPacked(p);
-        }
-      if (keyed) for (const [name, p] of keyed) k.col(name).absorbPacked(p);
-    }
-    for (const hour of d.d) this.dirty.add(`${runId}\u0000${hour}`);
-    for (const dim of d.o) this.overflows.add(`${runId}\u0000${dim}`);
+    const d = JSON.parse(body) as { a: DeltaFacts[]; r: [DeltaFacts, DeltaFacts][] };
+    for (const f of d.a) this.add(runId, fromFacts(f));
+    for (const [before, after] of d.r) this.replace(runId, fromFacts(before), fromFacts(after));
   }
 
   dirtyHours(): { run_id: string; hour: number }[] {

@@ -19,7 +19,8 @@ export class RollupFoldService {
   constructor(
     private readonly repo: RollupsRepo,
     leases: Leases,
-    intervalMs = 1000,
+    // The longer, the more transactions' changes an upsert carries (dashboards fold their own first).
+    intervalMs = 5000,
   ) {
     this.job = new LeasedJob(ROLLUP_FOLD_JOB, leases, intervalMs, (signal, stillHeld) =>
       this.pass(signal, stillHeld),

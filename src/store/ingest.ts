@@ -13,7 +13,7 @@ import type pg from 'pg';
 import { newId } from '../domain/ids.ts';
 import type { CatalogueEntry, ModelSeen, Plan, TokenDelta } from '../domain/ingest-plan.ts';
 import { RECORD_COLUMNS, type RecordRow, type StoredRecord } from '../domain/records.ts';
-import { DimValues, RollupBatch, type RollupRecord } from '../domain/rollups.ts';
+import { type RollupRecord, rollupDelta } from '../domain/rollups.ts';
 import { scoreBatchesOf } from '../domain/scoring-plan.ts';
 import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
@@ -56,12 +56,12 @@ export function ingestStore(store: Store, opts: IngestOptions = {}): IngestStore
   return store.dialect === 'sqlite' ? new SqliteIngest(store, rollups) : new PgIngest(store, rollups);
 }
 
-/** A plan's records into a batch of rollup changes. */
-function addToRollups(batch: RollupBatch, plan: Plan, runId: string) {
-  for (const r of plan.inserts) batch.add(runId, r as unknown as RollupRecord);
-  plan.updates.forEach((r, i) => {
-    batch.replace(runId, plan.replaced[i] as unknown as RollupRecord, r as unknown as RollupRecord);
-  });
+/** A plan's rollup delta (domain/rollups.ts rollupDelta). */
+function rollupDeltaOf(plan: Plan): string {
+  return rollupDelta(
+    plan.inserts as unknown as RollupRecord[],
+    plan.updates.map((r, i) => [plan.replaced[i], r] as unknown as [RollupRecord, RollupRecord]),
+  );
 }
 
 /**
@@ -179,7 +179,6 @@ class SqliteIngest implements IngestStore {
   private queuedRecords = 0;
   private draining: Promise<void> | null = null;
   private writerThread: SqliteWriter | null = null;
-  private readonly dims = new DimValues();
   private readonly gapsMarked = new Set<string>();
 
   constructor(
@@ -268,9 +267,9 @@ class SqliteIngest implements IngestStore {
           gaps.push(res.runId);
         }
     } else {
-      const batch = new RollupBatch(this.dims);
-      for (const res of results) if (res.plan) addToRollups(batch, res.plan, res.runId);
-      for (const d of batch.deltas()) steps.push([SQLITE_DELTA, [d.run_id, d.body]]);
+      for (const res of results)
+        if (res.plan && (res.plan.inserts.length || res.plan.updates.length))
+          steps.push([SQLITE_DELTA, [res.runId, rollupDeltaOf(res.plan)]]);
     }
     if (steps.length) this.writer.send(steps);
     return gaps;
@@ -402,7 +401,6 @@ class PgIngest implements IngestStore {
   private readonly updateSql = new Map<number, string>();
   /** The records table's column types, read once from the catalogue (for the VALUES of an update). */
   private columnTypes: Promise<Map<string, string>> | null = null;
-  private readonly dims = new DimValues();
   private readonly gapsMarked = new Set<string>();
 
   constructor(
@@ -501,7 +499,7 @@ class PgIngest implements IngestStore {
     runId: string,
     projectId: string,
     now: number,
-    rollupDeltas: { run_id: string; body: string }[],
+    rollupDelta: string | null,
   ) {
     await this.insertRows(client, plan.inserts);
     if (plan.updates.length) await this.updateRows(client, plan.updates);
@@ -518,8 +516,8 @@ class PgIngest implements IngestStore {
           .map((row) => `(${row.map($).join(', ')})`)
           .join(', ')}`,
       );
-    for (const d of rollupDeltas)
-      inserts.push(`insert into rollup_deltas (run_id, body) values (${$(d.run_id)}, ${$(d.body)})`);
+    if (rollupDelta !== null)
+      inserts.push(`insert into rollup_deltas (run_id, body) values (${$(runId)}, ${$(rollupDelta)})`);
     const last =
       plan.newTraces || plan.newSpans
         ? `update runs set num_traces = num_traces + ${$(plan.newTraces)}, num_spans = num_spans + ${$(plan.newSpans)} where id = ${$(runId)}`
@@ -621,13 +619,11 @@ class PgIngest implements IngestStore {
         const res = step.value;
         if (res.plan) {
           const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
-          let deltas: { run_id: string; body: string }[] = [];
-          if (this.rollups) {
-            const batch = new RollupBatch(this.dims);
-            addToRollups(batch, res.plan, res.runId);
-            deltas = batch.deltas();
-          }
-          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000, deltas);
+          const delta =
+            this.rollups && (res.plan.inserts.length || res.plan.updates.length)
+              ? rollupDeltaOf(res.plan)
+              : null;
+          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000, delta);
           if (!this.rollups && !this.gapsMarked.has(res.runId)) {
             await client.query('insert into rollup_gaps (run_id) values ($1) on conflict do nothing', [
               res.runId,

@@ -303,6 +303,9 @@ async function pgWriteRollups(client: Runner, batch: RollupBatch): Promise<void>
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
 export class RollupsRepo {
+  /** The group values this process has folded, to cap them (DimValues). */
+  private readonly dims = new DimValues();
+
   constructor(private readonly store: Store) {}
 
   private get db(): Kysely<DB> {
@@ -561,7 +564,7 @@ export class RollupsRepo {
    */
   async fold(opts: { runId?: string; limit?: number } = {}): Promise<number> {
     return this.db.transaction().execute(async (trx) => {
-      const batch = new RollupBatch(null);
+      const batch = new RollupBatch(this.dims);
       const n = await this.claimDeltas(trx, batch, opts);
       await this.writeBatch(trx, batch);
       return n;
@@ -605,7 +608,7 @@ export class RollupsRepo {
     for (let attempt = 1; ; attempt++) {
       try {
         const run = async (trx: Kysely<DB>) => {
-          const batch = new RollupBatch(null);
+          const batch = new RollupBatch(this.dims);
           await this.claimDeltas(trx, batch, { runId });
           await this.writeBatch(trx, batch);
           await body(trx);

@@ -17,6 +17,7 @@ import {
   columnBins,
   joinBins,
   recordFacts,
+  rollupDelta,
 } from '../../src/domain/rollups.ts';
 
 const record = fc.record({
@@ -153,19 +154,18 @@ test('batches stored as deltas and folded together give the rows of one batch of
         const whole = new RollupBatch(null);
         const folded = new RollupBatch(null);
         groups.forEach((rs, g) => {
+          const run = g % 2 ? 'run-b' : 'run-a';
           const records = toRecords(rs);
-          const part = new RollupBatch(null);
-          for (const r of records) {
-            part.add(g % 2 ? 'run-b' : 'run-a', r);
-            whole.add(g % 2 ? 'run-b' : 'run-a', r);
-          }
+          for (const r of records) whole.add(run, r);
           // Updates: some records replaced by themselves one hour later (dirty hours, parts taken off).
-          for (const i of offs.filter((i) => i < records.length)) {
-            const later = { ...records[i], created_at: Number(records[i].created_at) + ROLLUP_BUCKET_US };
-            part.replace(g % 2 ? 'run-b' : 'run-a', records[i], later);
-            whole.replace(g % 2 ? 'run-b' : 'run-a', records[i], later);
-          }
-          for (const d of part.deltas()) folded.absorbDelta(d.run_id, d.body);
+          const updates: [RollupRecord, RollupRecord][] = offs
+            .filter((i) => i < records.length)
+            .map((i) => [
+              records[i],
+              { ...records[i], created_at: Number(records[i].created_at) + ROLLUP_BUCKET_US },
+            ]);
+          for (const [before, after] of updates) whole.replace(run, before, after);
+          folded.absorbDelta(run, rollupDelta(records, updates));
         });
         assert.deepEqual(folded.rows(), whole.rows());
         assert.deepEqual(folded.dirtyHours(), whole.dirtyHours());

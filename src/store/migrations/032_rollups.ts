@@ -107,10 +107,12 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addPrimaryKeyConstraint('rollup_overflow_pk', ['run_id', 'dim'])
     .execute();
   // Each ingestion transaction's rollup changes as one row, folded into the tables above later.
-  if (pg)
+  if (pg) {
     await sql`create table rollup_deltas (id bigint generated always as identity primary key,
       run_id text not null references runs (id) on delete cascade, body text not null)`.execute(db);
-  else
+    // Read once and deleted: not worth the CPU of compressing each on the ingest path.
+    await sql`alter table rollup_deltas alter column body set storage external`.execute(db);
+  } else
     await sql`create table rollup_deltas (id integer primary key,
       run_id text not null references runs (id) on delete cascade, body text not null)`.execute(db);
   await db.schema.createIndex('rollup_deltas_run').on('rollup_deltas').columns(['run_id', 'id']).execute();
