@@ -44,6 +44,8 @@ export interface Config {
   modelMaxResponseBytes: number;
   /** Allow provider addresses on loopback and private ranges (link-local and metadata stay refused). */
   allowPrivateProviders: boolean;
+  /** Keep the dashboard rollups at ingestion (store/rollups.ts); off: dashboards scan. */
+  rollups: boolean;
   /** The job queue (services/job-queue.ts): jobs run at once per process, lease, poll and retry base. */
   jobConcurrency: number;
   /** A session's LLM scorers wait until nothing was written to it for this long. */
@@ -81,6 +83,9 @@ export function loadConfig(env: Env = process.env): Config {
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`SPANBASE_LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const rollups = env.SPANBASE_ROLLUPS || 'on';
+  if (rollups !== 'on' && rollups !== 'off')
+    throw new ConfigError(`SPANBASE_ROLLUPS must be on or off, got "${rollups}"`);
   const logFormat = env.SPANBASE_LOG_FORMAT || 'auto';
   if (logFormat !== 'auto' && logFormat !== 'pretty' && logFormat !== 'json') {
     throw new ConfigError(`SPANBASE_LOG_FORMAT must be auto, pretty or json, got "${logFormat}"`);
@@ -141,6 +146,7 @@ export function loadConfig(env: Env = process.env): Config {
       1024 ** 3,
     ),
     allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
+    rollups: rollups === 'on',
     jobConcurrency: intVar(env, 'SPANBASE_JOB_CONCURRENCY', 4, 1, 256),
     scorerQuietMs: intVar(env, 'SPANBASE_SCORER_QUIET_MS', 60_000, 0, 86_400_000),
     jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),

@@ -182,7 +182,7 @@ export function createServices(
   const ingest = new IngestService(
     projects,
     new RunsRepo(store.db, store.dialect),
-    metrics.countIngest(ingestStore(store)),
+    metrics.countIngest(ingestStore(store, { rollups: config.rollups })),
     prices,
     scoring,
   );

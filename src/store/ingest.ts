@@ -45,14 +45,14 @@ export interface IngestStore {
 
 export interface IngestOptions {
   /**
-   * Keep the dashboard rollups (store/rollups.ts); default: unless SPANBASE_ROLLUPS=off. Without,
-   * the log streams written are marked as gaps (their dashboards scan until rebuilt).
+   * Keep the dashboard rollups (store/rollups.ts; default on). Without, the log streams written are
+   * marked as gaps (their dashboards scan until rebuilt).
    */
   rollups?: boolean;
 }
 
 export function ingestStore(store: Store, opts: IngestOptions = {}): IngestStore {
-  const rollups = opts.rollups ?? process.env.SPANBASE_ROLLUPS !== 'off';
+  const rollups = opts.rollups ?? true;
   return store.dialect === 'sqlite' ? new SqliteIngest(store, rollups) : new PgIngest(store, rollups);
 }
 

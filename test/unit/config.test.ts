@@ -13,6 +13,9 @@ test('configuration defaults and validation', () => {
   assert.throws(() => loadConfig({ SPANBASE_SECRET_KEY: 'short' }), ConfigError);
   assert.throws(() => loadConfig({ SPANBASE_LOG_LEVEL: 'loud' }), ConfigError);
   assert.equal(loadConfig({ SPANBASE_SECRET_KEY: 'ab'.repeat(32) }).secretKey, 'ab'.repeat(32));
+  assert.equal(c.rollups, true);
+  assert.equal(loadConfig({ SPANBASE_ROLLUPS: 'off' }).rollups, false);
+  assert.throws(() => loadConfig({ SPANBASE_ROLLUPS: 'no' }), ConfigError);
 });
 
 test('metrics token and retention interval', () => {
