@@ -663,7 +663,9 @@ export class Planner {
       } else inserts.push(row);
       const scoring = this.ctx.scoring?.(row.run_id);
       if (scoring) {
-        if (applyInlineScores(row, scoring.scorers, scoring.segments)) e.meta = undefined;
+        // The metadata parsed already stay; only the metrics changed.
+        const metrics = applyInlineScores(row, scoring.scorers, scoring.segments);
+        if (metrics) e.meta = e.meta && { ...e.meta, metrics };
         scoreTasks.push(...llmTasksOf(row, scoring));
       }
       const meta = e.meta ?? {

@@ -69,10 +69,14 @@ function within(n: number, p: Record<string, unknown>): number {
   return ok ? 1 : 0;
 }
 
+/** A check's score: 1 when it holds (0 when `negate`). Not a closure: ingestion calls this per row. */
+function check(r: Rule, b: boolean): RuleOutcome {
+  return { value: b !== r.negate ? 1 : 0 };
+}
+
 /** A rule's score of one record. */
 export function evaluateRule(r: Rule, v: ScoreView): RuleOutcome {
   const p = r.params;
-  const check = (b: boolean): RuleOutcome => ({ value: b !== r.negate ? 1 : 0 });
   if (r.rule === 'latency_ms') {
     if (v.durationNs === null) return { notApplicable: 'the record has no duration' };
     return { value: within(v.durationNs / 1e6, p) };
@@ -85,28 +89,29 @@ export function evaluateRule(r: Rule, v: ScoreView): RuleOutcome {
   if (text === null) return { notApplicable: `the record has no ${r.field}` };
   switch (r.rule) {
     case 'regex':
-      return check(new RegExp(p.pattern as string, (p.flags as string | undefined) ?? '').test(text));
+      return check(r, new RegExp(p.pattern as string, (p.flags as string | undefined) ?? '').test(text));
     case 'contains':
       return check(
+        r,
         p.case_sensitive === false
           ? text.toLowerCase().includes((p.value as string).toLowerCase())
           : text.includes(p.value as string),
       );
     case 'equals_ground_truth':
       if (v.groundTruth === null) return { notApplicable: 'the record has no ground truth' };
-      return check(text.trim() === v.groundTruth.trim());
+      return check(r, text.trim() === v.groundTruth.trim());
     case 'json_valid':
-      return check(parses(text).ok);
+      return check(r, parses(text).ok);
     case 'json_schema': {
       const parsed = parses(text);
-      if (!parsed.ok) return check(false);
+      if (!parsed.ok) return check(r, false);
       const schema = p.schema as object;
       let validate = compiled.get(schema);
       if (!validate) {
         validate = ajv.compile(schema);
         compiled.set(schema, validate);
       }
-      return check(validate(parsed.value) as boolean);
+      return check(r, validate(parsed.value) as boolean);
     }
     case 'length':
       return { value: within([...text].length, p) };

@@ -17,11 +17,8 @@ function parse(v: unknown): Record<string, any> {
   return typeof v === 'string' ? JSON.parse(v) : (v as Record<string, any>);
 }
 
-/**
- * The view of a row (as ingestion writes it, or as read back: JSON as text or parsed). Its JSON
- * parts are parsed when first read: ingestion views every row, and most rules read only the output.
- */
-export function viewOf(row: {
+/** The fields of a row a view reads (as ingestion writes it, or as read back: JSON as text or parsed). */
+interface ViewedRow {
   id: string;
   type: string;
   name: string;
@@ -31,33 +28,55 @@ export function viewOf(row: {
   body: unknown;
   duration_ns: number | null;
   metrics: unknown;
-}): ScoreView {
-  let groundTruth: string | null | undefined;
-  let metadata: Record<string, any> | undefined;
-  let cost: number | null | undefined;
-  return {
-    id: row.id,
-    type: row.type,
-    name: row.name,
-    input: row.input_text,
-    output: row.output_text,
-    get groundTruth() {
-      if (groundTruth === undefined) groundTruth = parse(row.body).dout ?? null;
-      return groundTruth as string | null;
-    },
-    get metadata() {
-      if (metadata === undefined) metadata = parse(row.user_metadata);
-      return metadata;
-    },
-    durationNs: row.duration_ns === null ? null : Number(row.duration_ns),
-    get cost() {
-      if (cost === undefined) {
-        const c = parse(row.metrics).cost;
-        cost = typeof c === 'number' ? c : null;
-      }
-      return cost;
-    },
-  };
+}
+
+/**
+ * A row's view, its JSON parts parsed when first read: ingestion views every row it scores, and most
+ * rules read only the output. A class rather than an object literal with getters, which V8 builds
+ * slowly (its getters and their closures made anew for every row).
+ */
+class RowView implements ScoreView {
+  readonly id: string;
+  readonly type: string;
+  readonly name: string;
+  readonly input: string | null;
+  readonly output: string | null;
+  readonly durationNs: number | null;
+  private gt: string | null | undefined = undefined;
+  private meta: Record<string, any> | undefined = undefined;
+  private c: number | null | undefined = undefined;
+
+  constructor(private readonly row: ViewedRow) {
+    this.id = row.id;
+    this.type = row.type;
+    this.name = row.name;
+    this.input = row.input_text;
+    this.output = row.output_text;
+    this.durationNs = row.duration_ns === null ? null : Number(row.duration_ns);
+  }
+
+  get groundTruth(): string | null {
+    if (this.gt === undefined) this.gt = parse(this.row.body).dout ?? null;
+    return this.gt as string | null;
+  }
+
+  get metadata(): Record<string, any> {
+    this.meta ??= parse(this.row.user_metadata);
+    return this.meta;
+  }
+
+  get cost(): number | null {
+    if (this.c === undefined) {
+      const c = parse(this.row.metrics).cost;
+      this.c = typeof c === 'number' ? c : null;
+    }
+    return this.c;
+  }
+}
+
+/** The view of a row (as ingestion writes it, or as read back: JSON as text or parsed). */
+export function viewOf(row: ViewedRow): ScoreView {
+  return new RowView(row);
 }
 
 const SALT = 'spanbase:scoring-sampling:v1:';
@@ -124,13 +143,14 @@ export function scoreInline(s: ActiveScorer, v: ScoreView): InlineOutcome {
 
 /**
  * Ingestion's hook (domain/ingest-plan.ts): writes the inline scores of a row into its metrics JSON,
- * and removes an inline score the row no longer gets. Answers whether the metrics changed.
+ * and removes an inline score the row no longer gets. Answers the row's metrics as now written
+ * (parsed, for the column catalogue) when they changed, null when they did not.
  */
 export function applyInlineScores(
   row: RecordRow,
   scorers: ActiveScorer[],
   segments: SegmentFilter[],
-): boolean {
+): Record<string, number> | null {
   let view: ScoreView | null = null;
   let metrics: Record<string, number> | null = null;
   let changed = false;
@@ -146,8 +166,9 @@ export function applyInlineScores(
     else metrics[s.name] = value;
     changed = true;
   }
-  if (changed && metrics) row.metrics = Object.keys(metrics).length ? JSON.stringify(metrics) : null;
-  return changed;
+  if (!changed || !metrics) return null;
+  row.metrics = Object.keys(metrics).length ? JSON.stringify(metrics) : null;
+  return metrics;
 }
 
 /** The job kind of an LLM score task, and its attempts (the model-call module retries inside each). */

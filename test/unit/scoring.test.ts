@@ -3,7 +3,10 @@ import crypto from 'node:crypto';
 import { test } from 'node:test';
 import { evaluateRule, ruleProblem, type Rule } from '../../src/domain/scorer-rules.ts';
 import type { ActiveScorer } from '../../src/domain/scorer-types.ts';
-import { type ScoreView, decide, samplePoint } from '../../src/domain/scoring-plan.ts';
+import { type ScoreView, decide, samplePoint, viewOf } from '../../src/domain/scoring-plan.ts';
+import { parseTracesRequest } from '../../src/domain/ingest.ts';
+import { tracesFlow } from '../../src/store/ingest-flow.ts';
+import type { RunScoring } from '../../src/domain/scorer-types.ts';
 import { bleu, rouge } from '../../src/domain/text-overlap.ts';
 
 const view = (over: Partial<ScoreView> = {}): ScoreView => ({
@@ -134,4 +137,89 @@ test('sampling is deterministic by record id and its rate holds over 10,000 ids'
   assert.deepEqual(decide({ ...s, kind: 'rule' }, view(), [{ ...seg[0], sample_rate: 0 }]), {
     state: 'score',
   });
+});
+
+test('a view parses the JSON parts of a row when they are read, as text or as parsed values', () => {
+  const row = {
+    id: 'r1',
+    type: 'llm',
+    name: 'model',
+    input_text: 'Q',
+    output_text: 'A',
+    user_metadata: '{"lang":"en"}',
+    body: { dout: 'A' },
+    duration_ns: 2000,
+    metrics: '{"cost":0.5}',
+  };
+  const v = viewOf(row);
+  assert.deepEqual(
+    [v.id, v.type, v.name, v.input, v.output, v.groundTruth, v.metadata, v.durationNs, v.cost],
+    ['r1', 'llm', 'model', 'Q', 'A', 'A', { lang: 'en' }, 2000, 0.5],
+  );
+  const bare = viewOf({ ...row, user_metadata: null, body: null, duration_ns: null, metrics: null });
+  assert.deepEqual([bare.groundTruth, bare.metadata, bare.durationNs, bare.cost], [null, {}, null, null]);
+});
+
+test("a scored write's rows carry the rule scores, and its catalogue their columns and the metadata", () => {
+  const runId = crypto.randomUUID();
+  const scoring: RunScoring = {
+    runId,
+    segments: [],
+    pausedReason: null,
+    integrationId: null,
+    scorers: [
+      {
+        id: 's1',
+        name: 'says_paris',
+        versionId: 'v1',
+        version: 1,
+        kind: 'rule',
+        rule: rule({ params: { value: 'Paris' } }),
+        nodeTypes: ['trace', 'llm'],
+        filters: [],
+      },
+    ],
+  };
+  const now = Date.now() * 1000;
+  const req = parseTracesRequest(
+    {
+      log_stream_id: runId,
+      traces: [
+        {
+          id: crypto.randomUUID(),
+          name: 'chat',
+          input: 'Q',
+          output: 'Paris',
+          user_metadata: { lang: 'en' },
+          metrics: { duration_ns: 5, quality: 0.5 },
+          spans: [{ id: crypto.randomUUID(), type: 'llm', name: 'm', input: 'Q', output: 'Lyon' }],
+        },
+      ],
+    },
+    {},
+    now,
+  );
+  // Twice over the same request: PostgreSQL runs a flow again when its transaction lost a race.
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const gen = tracesFlow(req, { projectId: 'p', runId, now, scoring: () => scoring });
+    let step = gen.next();
+    while (!step.done) step = gen.next([]);
+    const plan = step.value.plan;
+    assert.ok(plan);
+    const metrics = Object.fromEntries(plan.inserts.map((r) => [r.type, r.metrics]));
+    assert.deepEqual(metrics, {
+      session: null,
+      trace: '{"quality":0.5,"says_paris":1}',
+      llm: '{"says_paris":0}',
+    });
+    const columns = plan.catalogue.map((c) => `${c.record_type} ${c.column_id} ${c.data_type}`).sort();
+    assert.deepEqual(columns, [
+      'llm metrics/says_paris integer',
+      'session metrics/duration_ns integer',
+      'trace metrics/duration_ns integer',
+      'trace metrics/quality floating_point',
+      'trace metrics/says_paris integer',
+      'trace user_metadata/lang text',
+    ]);
+  }
 });
