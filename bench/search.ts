@@ -362,6 +362,33 @@ const ALL_QUERIES: Query[] = [
     limitMs: 150,
   },
   {
+    name: 'traces: contains',
+    target: 'traces',
+    body: {
+      filters: [
+        {
+          column_id: 'input',
+          operator: 'contains',
+          value: 'refund policy',
+          type: 'text',
+          case_sensitive: false,
+        },
+      ],
+    },
+    limitMs: 150,
+  },
+  // A term no record holds: the index must answer "none" without walking the run.
+  {
+    name: 'traces: contains (no match)',
+    target: 'traces',
+    body: {
+      filters: [
+        { column_id: 'input', operator: 'contains', value: 'quokka', type: 'text', case_sensitive: false },
+      ],
+    },
+    limitMs: 50,
+  },
+  {
     name: 'tree of six leaves',
     body: {
       filter_tree: {

@@ -300,6 +300,18 @@ export class PgTextIndexer implements TextIndexer {
   }
 }
 
+/**
+ * The ids of up to `limit` queued entries, read through the queue's key. A scan of the table reads
+ * every page the queue filled while ingestion ran ahead of the indexer, until a vacuum truncates
+ * them; the truncation needs the table's exclusive lock and gives way to the searches holding
+ * theirs. Emptied of 1,100,000 entries and vacuumed without truncation, the queue kept 10,281 pages:
+ * 108 ms to scan from the OS cache, against 1 page read through the key (the vacuum frees the
+ * index's emptied pages, truncated or not).
+ */
+export function queuedIds(limit: number) {
+  return sql<{ id: string }>`select id from records_text_queue order by seq limit ${limit}`;
+}
+
 /** The leaves of `indexedContainsLeaves` whose term is long enough to narrow the blocks (a trigram). */
 export function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
   return indexedContainsLeaves(tree).filter((l) => termGrams(l.value as string) !== null);
@@ -329,9 +341,7 @@ export class PgTextCandidates implements TextCandidateSource {
     const leaves = pgIndexableLeaves(tree);
     if (!leaves.length) return out;
     const cap = this.cap;
-    const { rows: queuedRows } = await sql<{
-      id: string;
-    }>`select id from records_text_queue limit ${cap + 1}`.execute(db);
+    const { rows: queuedRows } = await queuedIds(cap + 1).execute(db);
     if (queuedRows.length > cap) return out;
     const queued = [...new Set(queuedRows.map((r) => r.id))];
     const groups = types?.length ? [...new Set(types.map(textGroup))] : [...TEXT_GROUPS];

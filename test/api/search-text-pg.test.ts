@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { validateFilterList } from '../../src/query/filters.ts';
 import { openStore } from '../../src/store/db.ts';
 import { type TextGroup, termGrams } from '../../src/domain/text-grams.ts';
-import { PgTextIndexer, gramCode, indexQueuedPg } from '../../src/store/search-text-pg.ts';
+import { PgTextIndexer, gramCode, indexQueuedPg, queuedIds } from '../../src/store/search-text-pg.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 import { ingestTraces } from '../property/support.ts';
@@ -262,6 +262,31 @@ if (storesUnderTest().includes('postgres')) {
       } finally {
         await Promise.all(others.map((o) => o.close()));
       }
+    });
+
+    test('searches read queued entries through the key: a drained queue the vacuum could not truncate costs them nothing', async () => {
+      await s.running.services.search.indexer.drain();
+      // A backlog indexed and vacuumed while searches held the table's lock: no rows, many pages.
+      await sql`insert into records_text_queue (id) select 'gone-' || i from generate_series(1, 20000) i`.execute(
+        db(),
+      );
+      await sql`delete from records_text_queue`.execute(db());
+      await sql`vacuum (truncate false) records_text_queue`.execute(db());
+      const { rows: size } = await sql<{ pages: number }>`
+        select (pg_relation_size('records_text_queue') / current_setting('block_size')::int)::int as pages`.execute(
+        db(),
+      );
+      assert.ok(size[0].pages >= 80, `the queue kept its pages (${size[0].pages})`);
+      const { rows } = await sql<{
+        'QUERY PLAN': any;
+      }>`explain (analyze, buffers, format json) ${queuedIds(2001)}`.execute(db());
+      const plan = rows[0]['QUERY PLAN'][0].Plan;
+      const buffers = plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+      assert.ok(buffers < 10, `read ${buffers} pages of a queue with ${size[0].pages}`);
+      // And the candidates still take every queued record.
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      await ingestTraces(s, projectId, logStreamId, [{ name: 'late', input: 'queued after the drain' }]);
+      assert.deepEqual(await search(projectId, logStreamId, 'after the dr'), ['late']);
     });
 
     test("a batch's blocks go into their GIN index in bulk: no pending list is left for searches to read", async () => {
