@@ -161,8 +161,9 @@ export class ScoreWorker {
   }
 
   private async pause(job: Job, s: ActiveScorer, reason: string) {
-    await this.scoring.pause(job.runId as string, reason);
+    // The task's state first: whoever sees the run paused then finds its task saying why.
     await this.put(job, s.id, { status: 'pending', reason: `paused: ${reason}`, info: {}, cost: null });
+    await this.scoring.pause(job.runId as string, reason);
   }
 
   private async failure(job: Job, s: ActiveScorer, err: unknown): Promise<JobAnswer> {
