@@ -256,7 +256,7 @@ class SqliteIngest implements IngestStore {
     return step.value;
   }
 
-  /** Sends a group's rollup changes (merged over its plans): one upsert per key. */
+  /** Sends a group's rollup deltas (one a plan), or marks its log streams as gaps when rollups are off. */
   private applyRollups(results: FlowResult<unknown>[]): string[] {
     const steps: Step[] = [];
     const gaps: string[] = [];
