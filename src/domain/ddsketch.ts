@@ -131,8 +131,8 @@ export function decodeArraySend(v: unknown): number[] {
 }
 
 /**
- * Two stored sketches' pairs merged (codes ascending, counts added, zero counts dropped): the SQLite
- * writer's rollup_bins_merge (store/writer-thread.js has the same over blobs).
+ * Two stored sketches' pairs merged (codes ascending, counts added, zero counts dropped): SQLite's
+ * rollup_bins_merge (store/db.ts).
  */
 export function mergeBins(a: ArrayLike<number>, b: ArrayLike<number>): number[] {
   const out: number[] = [];

@@ -429,7 +429,7 @@ class BatchKey {
     readonly value: string,
   ) {}
 
-  col(name: string): BatchCol {
+  private col(name: string): BatchCol {
     const at = SCALAR_INDEX.get(name);
     let a: BatchCol | undefined;
     if (at !== undefined) {
@@ -470,14 +470,6 @@ class BatchKey {
         this.keyed.set(k.name, a);
       }
       a.add(k.v, k.code, sign);
-    }
-  }
-
-  add(parts: [string, number, number][], sign: number): void {
-    this.n += sign;
-    for (let i = 0; i < parts.length; i++) {
-      const [col, v, code] = parts[i];
-      this.col(col).add(v, code, sign);
     }
   }
 

@@ -138,7 +138,7 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
   handle.function('spanbase_fold', { deterministic: true }, (v: unknown) =>
     typeof v === 'string' ? foldCase(v) : v,
   );
-  // Dashboard rollups' sketch merge (migration 032; the ingest writer has its own, writer-thread.js).
+  // Dashboard rollups' sketch merge (migration 032), for the fold's upserts (store/rollups.ts).
   handle.function('rollup_bins_merge', { deterministic: true }, (a: unknown, b: unknown) =>
     encodeBins(mergeBins(decodeBins(a), decodeBins(b))),
   );

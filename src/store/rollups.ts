@@ -51,13 +51,13 @@ const cached = (key: string, make: () => string) => {
   }
   return s;
 };
-export const sqliteCountUpsert = (rows: number) =>
+const sqliteCountUpsert = (rows: number) =>
   cached(
     `c${rows}`,
     () => `insert into rollup_counts ${COUNT_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?)').join(', ')}
   on conflict (run_id, dim, hour, value) do update set n = n + excluded.n`,
   );
-export const sqliteMetricUpsert = (rows: number) =>
+const sqliteMetricUpsert = (rows: number) =>
   cached(
     `m${rows}`,
     () => `insert into rollups ${METRIC_COLUMNS} values ${Array.from({ length: rows }, () => '(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').join(', ')}
@@ -139,9 +139,8 @@ function columnsOf(rows: readonly ScalarRow[]): number[] {
   return out;
 }
 
-export const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, ?) on conflict do nothing';
-export const SQLITE_OVERFLOW =
-  'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
+const SQLITE_DIRTY = 'insert into rollup_dirty (run_id, hour) values (?, ?) on conflict do nothing';
+const SQLITE_OVERFLOW = 'insert into rollup_overflow (run_id, dim) values (?, ?) on conflict do nothing';
 export const SQLITE_GAP = 'insert into rollup_gaps (run_id) values (?) on conflict do nothing';
 export const SQLITE_DELTA = 'insert into rollup_deltas (run_id, body) values (?, ?)';
 

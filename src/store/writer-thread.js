@@ -7,42 +7,6 @@ import SQLite from 'better-sqlite3';
 const { file, pragmas } = workerData;
 const db = new SQLite(file, { fileMustExist: true });
 for (const p of pragmas) db.pragma(p);
-// Dashboard rollups' sketch merge (migration 030, domain/ddsketch.ts mergeBins): two blobs of
-// little-endian int32 (code, count) pairs, codes ascending, into one; counts added, zeros dropped.
-db.function('rollup_bins_merge', { deterministic: true }, (a, b) => {
-  if (a === null || a.length === 0) return b;
-  if (b === null || b.length === 0) return a;
-  const out = Buffer.allocUnsafe(a.length + b.length);
-  let i = 0;
-  let j = 0;
-  let o = 0;
-  while (i < a.length || j < b.length) {
-    let code;
-    let count;
-    const ca = i < a.length ? a.readInt32LE(i) : 0;
-    const cb = j < b.length ? b.readInt32LE(j) : 0;
-    if (j >= b.length || (i < a.length && ca < cb)) {
-      code = ca;
-      count = a.readInt32LE(i + 4);
-      i += 8;
-    } else if (i >= a.length || cb < ca) {
-      code = cb;
-      count = b.readInt32LE(j + 4);
-      j += 8;
-    } else {
-      code = ca;
-      count = a.readInt32LE(i + 4) + b.readInt32LE(j + 4);
-      i += 8;
-      j += 8;
-    }
-    if (count !== 0) {
-      out.writeInt32LE(code, o);
-      out.writeInt32LE(count, o + 4);
-      o += 8;
-    }
-  }
-  return out.subarray(0, o);
-});
 
 /** Statements by their SQL text: the ingest path uses a fixed, small set. */
 const statements = new Map();
