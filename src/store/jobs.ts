@@ -136,7 +136,9 @@ export class JobsRepo {
 
   /**
    * Claims up to `limit` due jobs of `kinds` for `owner` until now + leaseMs, an equal share from
-   * each project with due jobs (projects in `skipRuns`' runs are left alone: paused).
+   * each project and kind with due jobs, so that one project's backlog, or one kind's (an LLM judge's
+   * thousands of score tasks), does not hold back the rest (an experiment's job). Jobs of `skipRuns`
+   * are left alone: their runs are paused.
    */
   async claim(
     owner: string,
@@ -149,22 +151,22 @@ export class JobsRepo {
     const now = us(Date.now());
     const until = now + us(leaseMs);
     const skip = opts.skipRuns ?? [];
-    const projects = await this.db
+    const queues = await this.db
       .selectFrom('jobs')
-      .select('project_id')
+      .select(['project_id', 'kind'])
       .distinct()
       .where((eb) => this.due(eb, kinds, now, skip))
       .limit(64)
       .execute();
-    if (!projects.length) return [];
-    // A random rotation so the projects past the 64th get their turn too.
-    const order = projects.map((p) => p.project_id).sort(() => Math.random() - 0.5);
+    if (!queues.length) return [];
+    // A random rotation so the queues past the 64th get their turn too.
+    const order = queues.sort(() => Math.random() - 0.5);
     const share = Math.max(1, Math.ceil(limit / order.length));
     const out: Job[] = [];
-    for (const projectId of order) {
+    for (const { project_id, kind } of order) {
       const want = Math.min(share, limit - out.length);
       if (want <= 0) break;
-      out.push(...(await this.claimProject(owner, kinds, projectId, want, now, until, skip)));
+      out.push(...(await this.claimQueue(owner, kind, project_id, want, now, until, skip)));
     }
     return out;
   }
@@ -182,9 +184,9 @@ export class JobsRepo {
     return eb.and(parts);
   }
 
-  private async claimProject(
+  private async claimQueue(
     owner: string,
-    kinds: string[],
+    kind: string,
     projectId: string | null,
     limit: number,
     now: number,
@@ -196,7 +198,7 @@ export class JobsRepo {
       .select('id')
       .where((eb) =>
         eb.and([
-          this.due(eb, kinds, now, skipRuns),
+          this.due(eb, [kind], now, skipRuns),
           projectId === null ? eb('project_id', 'is', null) : eb('project_id', '=', projectId),
         ]),
       )

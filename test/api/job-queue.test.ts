@@ -120,6 +120,14 @@ for (const kind of storesUnderTest()) {
       assert.equal(new Set([...claimed, ...rest].map((j) => j.id)).size, 32);
     });
 
+    test("a claim is fair across kinds: one kind's backlog does not hold back another's job", async () => {
+      const { repo } = await setup();
+      await repo.enqueue(work(30, 0, () => 'a'));
+      await repo.enqueue([{ ...work(1, 0, () => 'a')[0], kind: 'test.other', key: 'late' }]);
+      const claimed = await repo.claim('me', ['test.work', 'test.other'], 2, 60_000);
+      assert.deepEqual(claimed.map((j) => j.kind).sort(), ['test.other', 'test.work']);
+    });
+
     test('retries back off until attempts run out, then the job fails with the last reason', async () => {
       const { store } = await setup();
       const repo = new JobsRepo(store.db, store.dialect);
