@@ -4,7 +4,8 @@
  * load, deletes and exports (lifecycle), the web console in Chromium (record pages, then dashboards),
  * model calls (the module's own time per call, 1,000 calls under a concurrency limit).
  * dataset uploads and version reads, scorers (ingestion with scorers, scores/s, backfill);
- * dataset uploads and version reads, experiments (a 1,000-row template run; a 20,000-row comparison).
+ * dataset uploads and version reads, experiments (a 1,000-row template run; a 20,000-row comparison),
+ * the server's peak memory in each phase of its work and over a soak of all at once.
  * Arguments pass through to each, so give only the ones all of them take
  * (`npm run bench -- --store postgres`); each bench:NAME script takes its own options.
  * Each prints its own figures and its raw baseline; this only sequences them and reports failures.
@@ -27,6 +28,7 @@ const BENCHES = [
   'signals',
   'scorers',
   'experiments',
+  'memory',
 ] as const;
 const passThrough = process.argv.slice(2);
 const failed: string[] = [];

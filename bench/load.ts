@@ -23,6 +23,7 @@
 import { parseArgs } from 'node:util';
 import { type ChildServer, startChildServer } from '../test/helpers/child-server.ts';
 import { operations } from '../test/helpers/openapi.ts';
+import { slope } from './lib/report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -134,21 +135,6 @@ function batch(r: () => number, logStreamId: string, n: number) {
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return 0;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
-
-/** Least-squares slope of y over x. */
-function slope(xs: number[], ys: number[]): number {
-  const n = xs.length;
-  if (n < 2) return 0;
-  const mx = xs.reduce((a, b) => a + b, 0) / n;
-  const my = ys.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (xs[i] - mx) * (ys[i] - my);
-    den += (xs[i] - mx) ** 2;
-  }
-  return den === 0 ? 0 : num / den;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@
  *    of the two log streams in turn (fresh streams, the judge's queue still busy from 1.).
  * 3. Backfill: --backfill records (default 100,000; traces of 5 records) ingested untimed, then a rule
  *    scorer is enabled and recomputed over all of them (POST /recompute_metrics). Prints records/s.
- * PostgreSQL: SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL.
+ * PostgreSQL: SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL. SPANBASE_ROLLUPS=off in the
+ * environment measures the same without the dashboard rollups.
  */
 import crypto from 'node:crypto';
 import { parseArgs } from 'node:util';
@@ -45,7 +46,11 @@ const fake = await startFakeProvider({ delayMs: 200 });
 fake.reply = () => '{"explanation": "fine", "rating": true}';
 const s = await startTestServer(
   kind,
-  { SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1', SPANBASE_JOB_POLL_MS: '50', SPANBASE_ROLLUPS: process.env.SPANBASE_ROLLUPS ?? 'on' },
+  {
+    SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1',
+    SPANBASE_JOB_POLL_MS: '50',
+    SPANBASE_ROLLUPS: process.env.SPANBASE_ROLLUPS ?? 'on',
+  },
   kind === 'postgres' ? { databaseUrl: pgUrl } : {},
 );
 const ok = async (method: string, url: string, body?: unknown) => {

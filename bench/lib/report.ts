@@ -1,10 +1,28 @@
-/** What the browser benches print: percentiles of timings, and the gzipped size of a served file. */
+/**
+ * What benches print: percentiles of timings, a trend (least-squares slope), and the gzipped size of a
+ * served file.
+ */
 import http from 'node:http';
 
 export const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * (s.length - 1)))];
 };
+/** Least-squares slope of y over x (0 with fewer than two points or one x). */
+export function slope(xs: number[], ys: number[]): number {
+  const n = xs.length;
+  if (n < 2) return 0;
+  const mx = xs.reduce((a, b) => a + b, 0) / n;
+  const my = ys.reduce((a, b) => a + b, 0) / n;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < n; i++) {
+    num += (xs[i] - mx) * (ys[i] - my);
+    den += (xs[i] - mx) ** 2;
+  }
+  return den === 0 ? 0 : num / den;
+}
+
 export const ms = (n: number) => `${n.toFixed(0)} ms`;
 export const row = (label: string, xs: number[]) =>
   console.log(

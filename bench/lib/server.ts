@@ -1,5 +1,5 @@
 /** A real Spanbase server as a child process, for benchmarks and crash tests. */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -17,6 +17,12 @@ export interface ServerOptions {
   pgSchema?: string;
   databaseUrl?: string;
   env?: Record<string, string>;
+  /**
+   * Run the built server as `npm start` does (dist/main.js, built first if stale) rather than the
+   * TypeScript sources under tsx, which loads tsx in every thread: about 23 MB each, which a memory
+   * figure must not count.
+   */
+  built?: boolean;
 }
 
 export interface ChildServer {
@@ -30,6 +36,14 @@ export interface ChildServer {
   /** CPU time the server process has used so far (user + system), in milliseconds (Linux). */
   cpuMs(): number;
   stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** The Node.js flags `npm start` gives the server (package.json's start script), so a bench runs it alike. */
+function startFlags(): string[] {
+  const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
+  const m = /\bnode((?: --\S+)*) dist\/main\.js/.exec(pkg.scripts.start);
+  if (!m) throw new Error(`package.json's start script does not run dist/main.js: ${pkg.scripts.start}`);
+  return m[1].split(' ').filter(Boolean);
 }
 
 export async function createPgSchema(url: string, schema: string): Promise<void> {
@@ -63,7 +77,17 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
   };
   if (opts.store === 'sqlite') delete env.SPANBASE_DATABASE_URL;
   const extra = process.env.SPANBASE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const proc = spawn(process.execPath, [...extra, '--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+  if (opts.built) {
+    const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js'), '--if-stale'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
+    if (build.status !== 0) throw new Error(`the build failed (${build.status})`);
+  }
+  const entry = opts.built
+    ? [...startFlags(), path.join(ROOT, 'dist', 'main.js')]
+    : ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')];
+  const proc = spawn(process.execPath, [...extra, ...entry], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'ignore', process.env.BENCH_SERVER_STDERR ? 'inherit' : 'pipe'],
