@@ -68,6 +68,8 @@ const { values: args } = parseArgs({
     'session-requests': { type: 'boolean', default: false },
     /** Diagnosis: indexes to drop (comma-separated) before either phase, e.g. the text indexes. */
     'drop-index': { type: 'string', default: '' },
+    /** Diagnosis: triggers to drop (comma-separated), e.g. record_metadata_insert (the metadata index). */
+    'drop-trigger': { type: 'string', default: '' },
     /**
      * Ingestion with the dashboard rollups against without (SPANBASE_ROLLUPS=off), same run: the
      * HTTP phase this many times each way, alternating (without first), then the ratio of the rates.
@@ -117,14 +119,22 @@ const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
 const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
 const dropIndexes = (args['drop-index'] as string).split(',').filter(Boolean);
+const dropTriggers = (args['drop-trigger'] as string).split(',').filter(Boolean);
 
-/** Migrates a store and drops the indexes named by --drop-index (the server then finds it migrated). */
+/**
+ * Migrates a store and drops the indexes and triggers named by --drop-index and --drop-trigger (the
+ * server then finds it migrated).
+ */
 async function prepareStore(config: ReturnType<typeof loadConfig>) {
   const s = openStore(config);
   await migrate(s);
   for (const name of dropIndexes) {
     if (!/^\w+$/.test(name)) throw new Error(`bad index name ${name}`);
     await sql.raw(`drop index if exists ${name}`).execute(s.db);
+  }
+  for (const name of dropTriggers) {
+    if (!/^\w+$/.test(name)) throw new Error(`bad trigger name ${name}`);
+    await sql.raw(`drop trigger if exists ${name}${store === 'postgres' ? ' on records' : ''}`).execute(s.db);
   }
   return s;
 }
@@ -133,7 +143,7 @@ async function httpPhase(env: Record<string, string> = {}) {
   const schema = `bench_${process.pid}_http`;
   if (store === 'postgres') await createPgSchema(pgUrl as string, schema);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-bench-ingest-'));
-  if (dropIndexes.length) {
+  if (dropIndexes.length || dropTriggers.length) {
     const prepared = await prepareStore(
       loadConfig({
         SPANBASE_DATA_DIR: dataDir,
