@@ -38,16 +38,16 @@ export type TextColumn = 'input' | 'output';
  * value (UTF-16 code units). A collision only adds blocks to a search's candidates.
  */
 export function metaHash(key: string, value: string): [number, number] {
+  // One loop, no closure: this runs for every value of every record the indexer takes.
   let a = 0x811c9dc5;
   let b = 0x01000193;
-  const mix = (c: number) => {
+  const n = key.length + 1 + value.length;
+  for (let i = 0; i < n; i++) {
+    const c = i < key.length ? key.charCodeAt(i) : i === key.length ? 0 : value.charCodeAt(i - key.length - 1);
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x5bd1e995);
     b ^= b >>> 13;
-  };
-  for (let i = 0; i < key.length; i++) mix(key.charCodeAt(i));
-  mix(0);
-  for (let i = 0; i < value.length; i++) mix(value.charCodeAt(i));
+  }
   a ^= a >>> 16;
   a = Math.imul(a, 0x85ebca6b);
   a ^= a >>> 13;
@@ -106,8 +106,11 @@ export class BlockGrams {
     output: new Uint8Array(1 << (GRAM_BITS - 3)),
   };
   private grams: Record<TextColumn, number[]> = { input: [], output: [] };
-  /** The block's metadata tokens (SQLite's text), each with its first hash (PostgreSQL's code). */
-  private meta = new Map<string, number>();
+  /**
+   * The block's metadata hashes, by a number made of both (53 bits: a numeric key, no string per
+   * value); their tokens are written once per block.
+   */
+  private meta = new Map<number, [number, number]>();
 
   get empty(): boolean {
     return this.grams.input.length === 0 && this.grams.output.length === 0 && this.meta.size === 0;
@@ -120,15 +123,16 @@ export class BlockGrams {
     for (const k in o) {
       const v = o[k];
       if (typeof v !== 'string') continue;
-      const [a, b] = metaHash(k, v);
-      const token = tokenOf(a, b);
-      if (!this.meta.has(token)) this.meta.set(token, a);
+      const h = metaHash(k, v);
+      const key = h[0] * 0x200000 + (h[1] & 0x1fffff);
+      if (!this.meta.has(key)) this.meta.set(key, h);
     }
   }
 
   /** The block's metadata hashes (first halves), and a fresh start for the next block's. */
   takeMeta(): number[] {
-    const out = [...this.meta.values()];
+    const out: number[] = [];
+    for (const h of this.meta.values()) out.push(h[0]);
     this.meta.clear();
     return out;
   }
@@ -171,7 +175,7 @@ export class BlockGrams {
     const parts: string[] = [];
     for (const column of ['input', 'output'] as const)
       for (const g of grams[column]) parts.push(PREFIX[column] + g.toString(36));
-    for (const token of this.meta.keys()) parts.push(token);
+    for (const [a, b] of this.meta.values()) parts.push(tokenOf(a, b));
     this.meta.clear();
     return parts.join(' ');
   }
