@@ -43,7 +43,8 @@ export function metaHash(key: string, value: string): [number, number] {
   let b = 0x01000193;
   const n = key.length + 1 + value.length;
   for (let i = 0; i < n; i++) {
-    const c = i < key.length ? key.charCodeAt(i) : i === key.length ? 0 : value.charCodeAt(i - key.length - 1);
+    const c =
+      i < key.length ? key.charCodeAt(i) : i === key.length ? 0 : value.charCodeAt(i - key.length - 1);
     a = Math.imul(a ^ c, 0x01000193);
     b = Math.imul(b ^ c, 0x5bd1e995);
     b ^= b >>> 13;
