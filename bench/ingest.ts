@@ -1,6 +1,13 @@
 /**
  * Ingest benchmark: `npm run bench:ingest -- [--store sqlite|postgres] [--records N] [--batch N]
- * [--concurrency N] [--port N]`.
+ * [--concurrency N] [--port N] [--profile default|metadata]`.
+ *
+ * --profile metadata: records of about 2.6 KB, each with 20 user_metadata keys, 10 of few values and
+ * 10 of many (user, request, conversation and device ids…, new for every request or record: see
+ * bench/lib/data.ts), sent by 4 clients in requests of about 50 records (the defaults of --batch and
+ * --concurrency under this profile). After the phases it also times a dashboard grouped by a
+ * few-valued and by a many-valued key (--dashboard-iterations, 0 to skip) and says whether rollups or
+ * a scan answered it.
  *
  * 1. Starts a real server (child process) on the chosen store and posts generated data over HTTP:
  *    each job posts about --batch records in one POST /traces: sessions of 1–5 traces (created in the
@@ -9,7 +16,8 @@
  * 2. Raw baseline, in the same run: the same rows (same seed) written straight through the store layer
  *    (multi-row inserts in one transaction per batch; no HTTP, no validation, no derived data) into a
  *    fresh store; on PostgreSQL over --concurrency connections at once, as the HTTP phase's clients.
- * Prints records/s of both, their ratio, and the server's peak RSS.
+ * Prints records/s of both, their ratio, p50/p95 per request, disk against the JSON received, and the
+ * server's peak RSS.
  * PostgreSQL: SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL (a schema is created and dropped).
  */
 import fs from 'node:fs';
@@ -24,7 +32,7 @@ import { openStore } from '../src/store/db.ts';
 import { ingestStore } from '../src/store/ingest.ts';
 import { migrate } from '../src/store/migrate.ts';
 import { sql } from 'kysely';
-import { DataGen, RECORDS_PER_TRACE, TraceTemplates } from './lib/data.ts';
+import { DataGen, type DataProfile, RECORDS_PER_TRACE, TraceTemplates } from './lib/data.ts';
 import {
   call,
   createPgSchema,
@@ -42,8 +50,12 @@ const { values: args } = parseArgs({
   options: {
     store: { type: 'string', default: 'sqlite' },
     records: { type: 'string', default: '200000' },
-    batch: { type: 'string', default: '1000' },
+    /** Defaults: 1,000 records a request (default profile), 50 (metadata profile). */
+    batch: { type: 'string' },
     concurrency: { type: 'string', default: '4' },
+    profile: { type: 'string', default: 'default' },
+    /** Times of each dashboard query after the HTTP phase (default 20 with --profile metadata, else 0). */
+    'dashboard-iterations': { type: 'string' },
     port: { type: 'string', default: '18100' },
     'skip-raw': { type: 'boolean', default: false },
     /** Keep the HTTP phase's data directory (SQLite) and print its path, to look into the store. */
@@ -56,6 +68,8 @@ const { values: args } = parseArgs({
     'session-requests': { type: 'boolean', default: false },
     /** Diagnosis: indexes to drop (comma-separated) before either phase, e.g. the text indexes. */
     'drop-index': { type: 'string', default: '' },
+    /** Diagnosis: triggers to drop (comma-separated), e.g. record_metadata_insert (the metadata index). */
+    'drop-trigger': { type: 'string', default: '' },
     /**
      * Ingestion with the dashboard rollups against without (SPANBASE_ROLLUPS=off), same run: the
      * HTTP phase this many times each way, alternating (without first), then the ratio of the rates.
@@ -64,8 +78,14 @@ const { values: args } = parseArgs({
   },
 });
 const store = args.store as 'sqlite' | 'postgres';
+const profile = args.profile as DataProfile;
+if (profile !== 'default' && profile !== 'metadata') {
+  console.error('--profile is default or metadata');
+  process.exit(2);
+}
 const total = Number(args.records);
-const batch = Number(args.batch);
+const batch = Number(args.batch ?? (profile === 'metadata' ? 50 : 1000));
+const dashboardIterations = Number(args['dashboard-iterations'] ?? (profile === 'metadata' ? 20 : 0));
 const concurrency = Number(args.concurrency);
 const port = Number(args.port);
 const pgUrl = process.env.SPANBASE_BENCH_DATABASE_URL ?? process.env.SPANBASE_TEST_DATABASE_URL;
@@ -99,14 +119,22 @@ const mb = (b: number) => `${(b / 1024 / 1024).toFixed(0)} MB`;
 const rate = (n: number, ms: number) => Math.round((n / ms) * 1000);
 
 const dropIndexes = (args['drop-index'] as string).split(',').filter(Boolean);
+const dropTriggers = (args['drop-trigger'] as string).split(',').filter(Boolean);
 
-/** Migrates a store and drops the indexes named by --drop-index (the server then finds it migrated). */
+/**
+ * Migrates a store and drops the indexes and triggers named by --drop-index and --drop-trigger (the
+ * server then finds it migrated).
+ */
 async function prepareStore(config: ReturnType<typeof loadConfig>) {
   const s = openStore(config);
   await migrate(s);
   for (const name of dropIndexes) {
     if (!/^\w+$/.test(name)) throw new Error(`bad index name ${name}`);
     await sql.raw(`drop index if exists ${name}`).execute(s.db);
+  }
+  for (const name of dropTriggers) {
+    if (!/^\w+$/.test(name)) throw new Error(`bad trigger name ${name}`);
+    await sql.raw(`drop trigger if exists ${name}${store === 'postgres' ? ' on records' : ''}`).execute(s.db);
   }
   return s;
 }
@@ -115,7 +143,7 @@ async function httpPhase(env: Record<string, string> = {}) {
   const schema = `bench_${process.pid}_http`;
   if (store === 'postgres') await createPgSchema(pgUrl as string, schema);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-bench-ingest-'));
-  if (dropIndexes.length) {
+  if (dropIndexes.length || dropTriggers.length) {
     const prepared = await prepareStore(
       loadConfig({
         SPANBASE_DATA_DIR: dataDir,
@@ -130,8 +158,9 @@ async function httpPhase(env: Record<string, string> = {}) {
     const ls = await call(server, 'POST', `/v2/projects/${p.body.id}/log_streams`, { name: 'bench' });
     const projectId = p.body.id as string;
     const logStreamId = ls.body.id as string;
-    const gen = new DataGen(SEED);
-    const templates = new TraceTemplates(256, SEED);
+    const gen = new DataGen(SEED, profile);
+    const templates = new TraceTemplates(256, SEED, profile);
+    const from = templates.now;
     const batchSessions = !args['session-requests'];
     /** One POST /traces body; with --session-requests, its sessions are created first (timed). */
     const build = async (job: Job): Promise<Buffer> => {
@@ -173,6 +202,7 @@ async function httpPhase(env: Record<string, string> = {}) {
     let records = 0;
     let requests = 0;
     let bytes = 0;
+    const latencies: number[] = [];
     const sampler = setInterval(() => server.peakRss(), 200);
     const cpu0 = server.cpuMs();
     const client0 = process.cpuUsage();
@@ -184,7 +214,9 @@ async function httpPhase(env: Record<string, string> = {}) {
         const job = await next();
         if (!job) return;
         bytes += job.body.length;
+        const t0 = performance.now();
         const r = await post(`/v2/projects/${projectId}/traces`, job.body);
+        latencies.push(performance.now() - t0);
         requests++;
         if (r.status !== 200) throw new Error(`traces: ${r.status} ${JSON.stringify(r.body).slice(0, 500)}`);
         records += job.records;
@@ -222,7 +254,15 @@ async function httpPhase(env: Record<string, string> = {}) {
     const check = await call(server, 'GET', `/v2/projects/${projectId}/log_streams/${logStreamId}`);
     const stored = Number(check.body.num_traces) * RECORDS_PER_TRACE;
     const sessions = records - stored;
+    const dashboards = dashboardIterations
+      ? await dashboardTimes(server, projectId, logStreamId, from, templates.now)
+      : [];
+    latencies.sort((a, b) => a - b);
+    const pct = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))];
     return {
+      p50: pct(0.5),
+      p95: pct(0.95),
+      dashboards,
       records,
       ms,
       searchableMs,
@@ -246,6 +286,68 @@ async function httpPhase(env: Record<string, string> = {}) {
       console.log(`kept: ${server.dataDir}${store === 'postgres' ? ` and schema ${schema}` : ''}`);
     else fs.rmSync(server.dataDir, { recursive: true, force: true });
   }
+}
+
+/** The widgets of bench:dashboards: Count, Average, P95, Sum. */
+const WIDGETS = [
+  { name: 'Requests', type: 'line_chart', metric: 'id', aggregation: 'Count' },
+  { name: 'Mean latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'Average' },
+  { name: 'p95 latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'P95' },
+  { name: 'Tokens', type: 'bar_chart', metric: 'num_total_tokens', aggregation: 'Sum' },
+];
+
+/**
+ * A dashboard over the records' hours grouped by a few-valued metadata key and by a many-valued one
+ * (past the rollups' value cap): p50 and p95 of its query, and what answered it (rollup or scan).
+ */
+async function dashboardTimes(
+  server: { url: string; key: string },
+  projectId: string,
+  logStreamId: string,
+  fromMs: number,
+  toMs: number,
+) {
+  const base = `/v2/projects/${projectId}/log_streams/${logStreamId}/trends`;
+  const hour = 3_600_000;
+  const dash = await call(server, 'PUT', base, {
+    name: 'bench',
+    start_time: Math.floor(fromMs / hour) * 3600,
+    end_time: Math.ceil((toMs + 1) / hour) * 3600,
+    interval_mins: 60,
+  });
+  if (dash.status !== 200) throw new Error(`dashboard: ${JSON.stringify(dash.body)}`);
+  const id = dash.body.id as string;
+  for (const w of WIDGETS) await call(server, 'POST', `${base}/${id}/widgets`, w);
+  const out: {
+    groupBy: string;
+    p50: number;
+    p95: number;
+    by: string;
+    reason: string | null;
+    groups: number;
+  }[] = [];
+  for (const groupBy of ['user_metadata/plan', 'user_metadata/user_id']) {
+    await call(server, 'PUT', `${base}?trends_dashboard_id=${id}`, { group_by: groupBy, filter_tree: null });
+    const xs: number[] = [];
+    let last: any = null;
+    for (let i = 0; i < dashboardIterations; i++) {
+      const t = performance.now();
+      const r = await call(server, 'POST', `${base}/${id}/query`);
+      xs.push(performance.now() - t);
+      if (r.status !== 200) throw new Error(`dashboard query: ${JSON.stringify(r.body).slice(0, 300)}`);
+      last = r.body;
+    }
+    xs.sort((a, b) => a - b);
+    out.push({
+      groupBy,
+      p50: xs[Math.floor(xs.length / 2)],
+      p95: xs[Math.min(xs.length - 1, Math.floor(xs.length * 0.95))],
+      by: last.answered_by,
+      reason: last.fallback_reason,
+      groups: last.groups.length,
+    });
+  }
+  return out;
 }
 
 async function rawPhase() {
@@ -288,8 +390,7 @@ async function rawPhase() {
       })
       .execute();
     const ingest = ingestStore(s);
-    const gen = new DataGen(SEED);
-    const _templates = new TraceTemplates(256, SEED);
+    const gen = new DataGen(SEED, profile);
     let records = 0;
     let ms = 0;
     let cpu = 0;
@@ -346,7 +447,10 @@ async function rawPhase() {
 }
 
 console.log(
-  `ingest benchmark: store=${store} records=${total} batch≈${batch} concurrency=${concurrency} (${os.cpus().length} cores)`,
+  `ingest benchmark: store=${store} profile=${profile} records=${total} batch≈${batch} concurrency=${concurrency} (${os.cpus().length} cores, load ${os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ')})`,
 );
 const compareRounds = Number(args['rollups-compare']);
 if (compareRounds > 0) {
@@ -375,8 +479,9 @@ if (!args['skip-http']) {
   http = await httpPhase();
   console.log(
     `HTTP:  ${http.records} records (${http.sessions} sessions) in ${(http.ms / 1000).toFixed(1)} s = ${rate(http.records, http.ms)} records/s` +
-      ` · ${http.requests} requests · ${mb(http.bytes)} of JSON · server peak RSS ${mb(http.peak)}`,
+      ` · ${http.requests} requests · ${mb(http.bytes)} of JSON (${Math.round(http.bytes / http.records)} B/record) · server peak RSS ${mb(http.peak)}`,
   );
+  console.log(`per request: p50 ${http.p50.toFixed(0)} ms · p95 ${http.p95.toFixed(0)} ms`);
   const after = http.searchableMs - http.ms;
   console.log(
     `searchable: ${(http.searchableMs / 1000).toFixed(1)} s = ${rate(http.records, http.searchableMs)} records/s` +
@@ -394,14 +499,28 @@ if (!args['skip-http']) {
       `${((http.serverCpu * 1000) / http.records).toFixed(1)} until searchable, ` +
       `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record`,
   );
+  for (const d of http.dashboards)
+    console.log(
+      `dashboard (4 widgets, hourly) grouped by ${d.groupBy}: p50 ${d.p50.toFixed(0)} ms · p95 ${d.p95.toFixed(0)} ms · ${d.groups} groups · by ${d.by}${d.reason ? ` (${d.reason})` : ''}`,
+    );
 }
 if (!args['skip-raw']) {
   const raw = await rawPhase();
   console.log(
     `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})`,
   );
-  if (http)
+  if (http) {
     console.log(
-      `ratio: HTTP / raw = ${(rate(http.records, http.ms) / rate(raw.records, raw.ms)).toFixed(2)}`,
+      `ratio: HTTP / raw = ${(rate(http.records, http.ms) / rate(raw.records, raw.ms)).toFixed(2)}` +
+        ` · searchable / raw = ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)}`,
     );
+    console.log(
+      `summary [${store}, ${profile}]: searchable ${rate(http.records, http.searchableMs)} records/s · raw ${rate(raw.records, raw.ms)} rows/s` +
+        ` · ratio ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)} · p95 ${http.p95.toFixed(0)} ms/request` +
+        ` · disk ${(http.disk / http.bytes).toFixed(2)}× JSON · peak RSS ${mb(http.peak)} · load ${os
+          .loadavg()
+          .map((x) => x.toFixed(2))
+          .join(' ')}`,
+    );
+  }
 }

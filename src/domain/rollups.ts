@@ -314,6 +314,11 @@ export class DimValues {
     return true;
   }
 
+  /** Whether the dim overflowed for this log stream (its values are no longer kept). */
+  isOverflowed(runId: string, dim: string): boolean {
+    return this.runs.get(runId)?.get(dim) === null;
+  }
+
   /** Marks dims overflowed (read back from the store). */
   overflowed(runId: string, dim: string): void {
     let dims = this.runs.get(runId);
@@ -626,6 +631,8 @@ export class RollupBatch {
     // A group already in the batch was admitted (a dim that overflowed since is not read anyway).
     let k = raw.get(v);
     if (!k) {
+      // A dim past the cap (ids new for every request) costs no value key per record.
+      if (this.dims?.isOverflowed(at.runId, dim)) return;
       const value = dim === '' ? 'null' : valueKey(v);
       if (this.dims && !this.dims.admit(at.runId, dim, value, this.overflowOf(at.runId))) return;
       k = this.keyOf(at.runId, at.hour, at.byDim, dim, value);

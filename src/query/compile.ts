@@ -25,7 +25,10 @@ export function sqlFor(dialect: Dialect): SqlDialect {
   return DIALECTS[dialect];
 }
 
-/** Text candidates of a store: blocks of rowids (SQLite) or record ids (PostgreSQL), per `contains` leaf. */
+/**
+ * Text candidates of a store: blocks of rowids (SQLite) or record ids (PostgreSQL), per `contains`
+ * leaf and per metadata equality leaf.
+ */
 export type TextCandidates = ReadonlyMap<Leaf, readonly (number | string)[]>;
 
 export interface CompileOptions {
@@ -177,8 +180,14 @@ class Compiler {
       return leaf.operator === 'ne' ? TRUE : FALSE;
     }
     switch (leaf.operator) {
-      case 'eq':
-        return this.positive(v, sql`${x} = ${p(leaf.value as string)}`);
+      case 'eq': {
+        // Candidates (a metadata equality, query/metadata-index.ts): the blocks that may hold it.
+        const candidates = this.opts.candidates?.get(leaf);
+        const cond = sql`${x} = ${p(leaf.value as string)}`;
+        return candidates
+          ? this.positiveIndexable(v, sql`${this.d.inCandidates(this.ref, candidates)} and ${cond}`)
+          : this.positive(v, cond);
+      }
       case 'ne':
         return this.negative(v, sql`${x} <> ${p(leaf.value as string)}`);
       case 'one_of': {

@@ -30,6 +30,8 @@ export class RollupFoldService {
   private async pass(signal: AbortSignal, stillHeld: () => Promise<boolean>): Promise<'done' | 'stopped'> {
     while ((await this.repo.fold({ limit: FOLD_LIMIT })) === FOLD_LIMIT)
       if (signal.aborted || !(await stillHeld())) return 'stopped';
+    // Drained: the folded deltas' dead rows go (PostgreSQL), at most once a pass.
+    await this.repo.vacuumDeltas();
     return 'done';
   }
 }

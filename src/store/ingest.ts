@@ -396,6 +396,68 @@ class SqliteIngest implements IngestStore {
 const PG_CHUNK = 1000;
 const RETRYABLE = new Set(['40P01', '40001', '23505']);
 
+/** Catalogue rows per upsert statement (6 parameters each). */
+const CATALOGUE_CHUNK = 2000;
+
+/** A PostgreSQL upsert of a batch's token usage days, its parameters through `$`. */
+function tokensUpsert(
+  list: TokenDelta[],
+  runId: string,
+  projectId: string,
+  now: number,
+  $: (v: unknown) => string,
+): string {
+  const tuples = [...list]
+    .sort((a, b) => a.day - b.day)
+    .map((t) => {
+      const row = tokenUsageValues(t, projectId, runId, now);
+      return `(${row.map((v, i) => `${$(v)}${i === 8 ? '::double precision' : ''}`).join(', ')})`;
+    });
+  return `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
+       cache_read_input_tokens, cache_creation_input_tokens, cost, created_at, updated_at)
+     values ${tuples.join(', ')}
+     on conflict (log_stream_id, day) do update set
+       input_tokens = token_usage.input_tokens + excluded.input_tokens,
+       output_tokens = token_usage.output_tokens + excluded.output_tokens,
+       cache_read_input_tokens = token_usage.cache_read_input_tokens + excluded.cache_read_input_tokens,
+       cache_creation_input_tokens = token_usage.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
+       ${COST_SUM},
+       updated_at = excluded.updated_at`;
+}
+
+/** A PostgreSQL upsert of a batch's models (in model order, as rows are locked). */
+function modelsUpsert(list: ModelSeen[], runId: string, $: (v: unknown) => string): string {
+  const tuples = [...list]
+    .sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
+    .map((m) => `(${$(runId)}, ${$(m.model)}, ${$(m.first_seen)}::bigint, ${$(m.last_seen)}::bigint)`);
+  return `insert into run_models as m (run_id, model, first_seen, last_seen) values ${tuples.join(', ')}
+     on conflict (run_id, model) do update set
+       first_seen = least(m.first_seen, excluded.first_seen), last_seen = greatest(m.last_seen, excluded.last_seen)
+     where excluded.first_seen < m.first_seen or excluded.last_seen > m.last_seen`;
+}
+
+/** Catalogue entries in key order (as rows are locked). */
+function sortedCatalogue(list: CatalogueEntry[]): CatalogueEntry[] {
+  return [...list].sort((a, b) => {
+    const ka = `${a.column_id}\u0000${a.record_type}\u0000${a.data_type}`;
+    const kb = `${b.column_id}\u0000${b.record_type}\u0000${b.data_type}`;
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+}
+
+/** A PostgreSQL upsert of catalogue entries (sorted). */
+function catalogueUpsert(list: CatalogueEntry[], runId: string, $: (v: unknown) => string): string {
+  const tuples = list.map(
+    (c) =>
+      `(${$(runId)}, ${$(c.column_id)}, ${$(c.record_type)}, ${$(c.data_type)}, ${$(c.first_seen)}::bigint, ${$(c.last_seen)}::bigint)`,
+  );
+  return `insert into column_catalogue as c (run_id, column_id, record_type, data_type, first_seen, last_seen)
+     values ${tuples.join(', ')}
+     on conflict (run_id, column_id, record_type, data_type) do update set
+       first_seen = least(c.first_seen, excluded.first_seen), last_seen = greatest(c.last_seen, excluded.last_seen)
+     where excluded.first_seen < c.first_seen or excluded.last_seen > c.last_seen`;
+}
+
 class PgIngest implements IngestStore {
   private readonly insertSql = new Map<number, string>();
   private readonly updateSql = new Map<number, string>();
@@ -493,6 +555,15 @@ class PgIngest implements IngestStore {
     }
   }
 
+  /**
+   * Rows that concurrent batches of a log stream share (its day's token usage, its models, its
+   * catalogue keys, its counts) stay locked by their upserts until the commit. They go last, in ONE
+   * statement (data-modifying CTEs) with the score batch and the rollup delta: batches then wait on
+   * each other for one round trip and the commit. Written one statement each, after the records,
+   * the token usage upsert held its row for four round trips to a busy process, and 4 clients spent
+   * most of their time waiting on it (bench:ingest --profile metadata, PostgreSQL: sampled
+   * pg_stat_activity, the commonest state `Lock transactionid` on `insert into token_usage`).
+   */
   private async apply(
     client: pg.PoolClient,
     plan: Plan,
@@ -503,13 +574,21 @@ class PgIngest implements IngestStore {
   ) {
     await this.insertRows(client, plan.inserts);
     if (plan.updates.length) await this.updateRows(client, plan.updates);
-    if (plan.tokenUsage.length) await this.upsertTokens(client, plan.tokenUsage, runId, projectId, now);
-    if (plan.catalogue.length) await this.upsertCatalogue(client, plan.catalogue, runId);
-    if (plan.models.length) await this.upsertModels(client, plan.models, runId);
-    // The score batch and the rollup delta go in with the run's counts: one statement, one round trip.
     const values: unknown[] = [];
     const $ = (v: unknown) => `$${values.push(v)}`;
     const inserts: string[] = [];
+    if (plan.tokenUsage.length) inserts.push(tokensUpsert(plan.tokenUsage, runId, projectId, now, $));
+    if (plan.catalogue.length) {
+      const sorted = sortedCatalogue(plan.catalogue);
+      // Past a chunk (a new log stream's first batch of many keys), the rest go first, apart.
+      for (let i = CATALOGUE_CHUNK; i < sorted.length; i += CATALOGUE_CHUNK) {
+        const more: unknown[] = [];
+        const text = catalogueUpsert(sorted.slice(i, i + CATALOGUE_CHUNK), runId, (v) => `$${more.push(v)}`);
+        await client.query(text, more);
+      }
+      inserts.push(catalogueUpsert(sorted.slice(0, CATALOGUE_CHUNK), runId, $));
+    }
+    if (plan.models.length) inserts.push(modelsUpsert(plan.models, runId, $));
     if (plan.scoreTasks.length)
       inserts.push(
         `${JOB_INSERT} ${scoreBatchValues(plan, projectId)
@@ -518,92 +597,16 @@ class PgIngest implements IngestStore {
       );
     if (rollupDelta !== null)
       inserts.push(`insert into rollup_deltas (run_id, body) values (${$(runId)}, ${$(rollupDelta)})`);
+    const userSession = plan.userSession ? ', has_user_created_sessions = 1' : '';
     const last =
       plan.newTraces || plan.newSpans
-        ? `update runs set num_traces = num_traces + ${$(plan.newTraces)}, num_spans = num_spans + ${$(plan.newSpans)} where id = ${$(runId)}`
-        : inserts.pop();
+        ? `update runs set num_traces = num_traces + ${$(plan.newTraces)}, num_spans = num_spans + ${$(plan.newSpans)}${userSession} where id = ${$(runId)}`
+        : plan.userSession
+          ? `update runs set has_user_created_sessions = 1 where id = ${$(runId)} and has_user_created_sessions = 0`
+          : inserts.pop();
     if (last) {
       const ctes = inserts.map((text, i) => `w${i} as (${text})`);
       await client.query(`${ctes.length ? `with ${ctes.join(', ')} ` : ''}${last}`, values);
-    }
-    if (plan.userSession) {
-      await client.query(
-        'update runs set has_user_created_sessions = 1 where id = $1 and has_user_created_sessions = 0',
-        [runId],
-      );
-    }
-  }
-
-  private async upsertTokens(
-    client: pg.PoolClient,
-    list: TokenDelta[],
-    runId: string,
-    projectId: string,
-    now: number,
-  ) {
-    const values: unknown[] = [];
-    const tuples = [...list]
-      .sort((a, b) => a.day - b.day)
-      .map((t) => {
-        const b = values.length;
-        values.push(...tokenUsageValues(t, projectId, runId, now));
-        const cast = (i: number) => (i === 8 ? '::double precision' : '');
-        return `(${Array.from({ length: 11 }, (_, i) => `$${b + i + 1}${cast(i)}`).join(', ')})`;
-      });
-    await client.query(
-      `insert into token_usage (id, project_id, log_stream_id, day, input_tokens, output_tokens,
-         cache_read_input_tokens, cache_creation_input_tokens, cost, created_at, updated_at)
-       values ${tuples.join(', ')}
-       on conflict (log_stream_id, day) do update set
-         input_tokens = token_usage.input_tokens + excluded.input_tokens,
-         output_tokens = token_usage.output_tokens + excluded.output_tokens,
-         cache_read_input_tokens = token_usage.cache_read_input_tokens + excluded.cache_read_input_tokens,
-         cache_creation_input_tokens = token_usage.cache_creation_input_tokens + excluded.cache_creation_input_tokens,
-         ${COST_SUM},
-         updated_at = excluded.updated_at`,
-      values,
-    );
-  }
-
-  private async upsertModels(client: pg.PoolClient, list: ModelSeen[], runId: string) {
-    const values: unknown[] = [];
-    const tuples = [...list]
-      .sort((a, b) => (a.model < b.model ? -1 : a.model > b.model ? 1 : 0))
-      .map((m) => {
-        const b = values.length;
-        values.push(runId, m.model, m.first_seen, m.last_seen);
-        return `($${b + 1}, $${b + 2}, $${b + 3}::bigint, $${b + 4}::bigint)`;
-      });
-    await client.query(
-      `insert into run_models as m (run_id, model, first_seen, last_seen) values ${tuples.join(', ')}
-       on conflict (run_id, model) do update set
-         first_seen = least(m.first_seen, excluded.first_seen), last_seen = greatest(m.last_seen, excluded.last_seen)
-       where excluded.first_seen < m.first_seen or excluded.last_seen > m.last_seen`,
-      values,
-    );
-  }
-
-  private async upsertCatalogue(client: pg.PoolClient, list: CatalogueEntry[], runId: string) {
-    const sorted = [...list].sort((a, b) => {
-      const ka = `${a.column_id}\u0000${a.record_type}\u0000${a.data_type}`;
-      const kb = `${b.column_id}\u0000${b.record_type}\u0000${b.data_type}`;
-      return ka < kb ? -1 : ka > kb ? 1 : 0;
-    });
-    for (let i = 0; i < sorted.length; i += 2000) {
-      const values: unknown[] = [];
-      const tuples = sorted.slice(i, i + 2000).map((c) => {
-        const b = values.length;
-        values.push(runId, c.column_id, c.record_type, c.data_type, c.first_seen, c.last_seen);
-        return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}::bigint, $${b + 6}::bigint)`;
-      });
-      await client.query(
-        `insert into column_catalogue as c (run_id, column_id, record_type, data_type, first_seen, last_seen)
-         values ${tuples.join(', ')}
-         on conflict (run_id, column_id, record_type, data_type) do update set
-           first_seen = least(c.first_seen, excluded.first_seen), last_seen = greatest(c.last_seen, excluded.last_seen)
-         where excluded.first_seen < c.first_seen or excluded.last_seen > c.last_seen`,
-        values,
-      );
     }
   }
 

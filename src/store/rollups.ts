@@ -304,6 +304,8 @@ const num = (v: unknown): number | null => (v === null || v === undefined ? null
 export class RollupsRepo {
   /** The group values this process has folded, to cap them (DimValues). */
   private readonly dims = new DimValues();
+  /** Deltas this process folded (deleted) since it last vacuumed their table (`vacuumDeltas`). */
+  private foldedSinceVacuum = 0;
 
   constructor(private readonly store: Store) {}
 
@@ -570,6 +572,18 @@ export class RollupsRepo {
     });
   }
 
+  /**
+   * PostgreSQL: vacuums the deltas' table once deltas were folded since the last time. Each delta is
+   * a request's records' facts (tens of KB, in TOAST) deleted once folded; its dead rows are below
+   * the table-stats job's threshold (10,000 rows) and stayed: 73 MB after 100,000 records of 20
+   * metadata keys (bench:ingest --profile metadata), a sixth of the store. SQLite reuses the pages.
+   */
+  async vacuumDeltas(): Promise<void> {
+    if (!this.pg || this.foldedSinceVacuum === 0) return;
+    this.foldedSinceVacuum = 0;
+    await sql`vacuum rollup_deltas`.execute(this.db);
+  }
+
   /** Takes deltas off the store into `batch` (the first statement of a transaction: see recompute). */
   private async claimDeltas(
     trx: Kysely<DB>,
@@ -585,6 +599,7 @@ export class RollupsRepo {
             ${this.pg ? sql`for update skip locked` : sql``}) returning run_id, body`;
     const { rows } = await claimed.execute(trx);
     for (const r of rows) batch.absorbDelta(r.run_id, r.body);
+    this.foldedSinceVacuum += rows.length;
     return rows.length;
   }
 

@@ -7,7 +7,6 @@ import { type Kysely, sql } from 'kysely';
 import { type PageFormat, pageBodyOf } from '../domain/record-json.ts';
 import { type StoredRecord, recordToApi } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
-import { metadataProbe } from '../query/metadata-index.ts';
 import { hasFeedbackSql, recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
@@ -38,12 +37,7 @@ export class PgSearch implements SearchStore {
 
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
-    const probe = metadataProbe(q);
-    return pageQuery(recordsFrom(db, q, probe).selectAll('records'), q, {
-      dialect: 'postgres',
-      candidates,
-      probe,
-    });
+    return pageQuery(recordsFrom(db, q).selectAll('records'), q, { dialect: 'postgres', candidates });
   }
 
   /**

@@ -8,7 +8,6 @@ import type { PageFormat } from '../domain/record-json.ts';
 import type { RecordRow } from '../domain/records.ts';
 import { type Dialect, type TextCandidates, compileFilterTree, compileSort } from '../query/compile.ts';
 import { type FilterTree, type Leaf, columnLeaves } from '../query/filters.ts';
-import type { MetadataProbe } from '../query/metadata-index.ts';
 import type { SortSpec } from '../query/sorts.ts';
 import type { DB } from './tables.ts';
 
@@ -69,13 +68,9 @@ export interface TextIndexer {
 }
 
 /**
- * What a search selects from: `records`; for a queue search the queue's entries then their records;
- * with a metadata probe (query/metadata-index.ts) that key and value's index entries then their
- * records. The entries drive (SQLite keeps the left table of a CROSS JOIN as the outer loop; with
- * statistics it would rather scan every record and sort): their index gives the native order without
- * a sort, and only their records are read.
+ * What a search selects from: `records`; for a queue search the queue's entries then their records.
  */
-export function recordsFrom(db: Kysely<DB>, q: RecordSearch, probe: MetadataProbe | null = null) {
+export function recordsFrom(db: Kysely<DB>, q: RecordSearch) {
   const records = db.selectFrom('records');
   if (q.queueId)
     return db
@@ -83,27 +78,17 @@ export function recordsFrom(db: Kysely<DB>, q: RecordSearch, probe: MetadataProb
       .crossJoin('records')
       .whereRef('records.id', '=', 'aq.record_id')
       .where('aq.queue_id', '=', q.queueId) as unknown as typeof records;
-  if (probe && q.runId !== null)
-    return db
-      .selectFrom('record_metadata as rm')
-      .crossJoin('records')
-      .whereRef('records.id', '=', 'rm.id')
-      .where('rm.run_id', '=', q.runId)
-      .where('rm.grp', '=', probe.group)
-      .where('rm.key', '=', probe.key)
-      .where('rm.value', '=', probe.value) as unknown as typeof records;
   return records;
 }
 
 /**
- * How a search's query is built: the store's dialect, its text candidates, the candidate rowids
- * that drive it (SQLite), and the metadata probe `base` was built over (`recordsFrom`).
+ * How a search's query is built: the store's dialect, its text candidates, and the candidate rowids
+ * that drive it (SQLite).
  */
 export interface QueryOptions {
   dialect: Dialect;
   candidates?: TextCandidates;
   drive?: readonly number[] | null;
-  probe?: MetadataProbe | null;
 }
 
 /**
@@ -151,15 +136,9 @@ export function pageQuery<O>(
   o: QueryOptions,
 ): SelectQueryBuilder<DB, 'records', O> {
   let query = matchQuery(base, q, o);
-  // The queue and the metadata index keep each record's created_at: the native order (created_at,
-  // then id, descending) read from their index.
-  const native = q.sort
-    ? null
-    : q.queueId
-      ? (['aq.record_created_at', 'aq.record_id'] as const)
-      : o.probe
-        ? (['rm.created_at', 'rm.id'] as const)
-        : null;
+  // The queue keeps each record's created_at: the native order (created_at, then id, descending)
+  // read from its index.
+  const native = q.sort || !q.queueId ? null : (['aq.record_created_at', 'aq.record_id'] as const);
   const order = native
     ? native.map((c) => ({ expr: sql.ref(c), direction: 'desc' as const, nullsLast: false }))
     : compileSort(q.sort, { dialect: o.dialect, candidates: o.candidates });

@@ -11,7 +11,6 @@ import { type PageFormat, pageBody, recordJson } from '../domain/record-json.ts'
 import type { StoredRecord } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
-import { metadataProbe } from '../query/metadata-index.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
 import { ReaderPool } from './reader-pool.ts';
@@ -125,25 +124,21 @@ export class SqliteSearch implements SearchStore {
    * with the run.
    */
   private from(db: Kysely<DB>, q: RecordSearch, o: QueryOptions) {
-    const native = !q.sort && !q.queueId && !o.probe && !o.drive && q.runId !== null;
+    const native = !q.sort && !q.queueId && !o.drive && q.runId !== null;
     if (native && q.types.length > 1)
       return db.selectFrom(sql`"records" indexed by "records_run_created"` as unknown as 'records');
-    return recordsFrom(db, q, o.probe);
+    return recordsFrom(db, q);
   }
 
-  /**
-   * A small candidate set of rare text drives the search; otherwise the metadata index may (the two
-   * are not combined: each is its own outer loop).
-   */
+  /** A small candidate set (rare text, a rare metadata value) drives the search. */
   private queryOptions(q: RecordSearch, candidates?: TextCandidates): QueryOptions {
-    const drive = this.drivingCandidates(q.tree, candidates);
-    return { dialect: 'sqlite', candidates, drive, probe: drive ? null : metadataProbe(q) };
+    return { dialect: 'sqlite', candidates, drive: this.drivingCandidates(q.tree, candidates) };
   }
 
   /**
    * The rowids of the smallest candidate set (blocks) of a leaf that every match satisfies, when
-   * small enough to read directly: a rare text term then reads its candidates instead of walking the
-   * run's records in sort order.
+   * small enough to read directly: a rare text term or metadata value then reads its candidates
+   * instead of walking the run's records in sort order.
    */
   private drivingCandidates(tree: FilterTree | null, candidates?: TextCandidates): readonly number[] | null {
     if (!tree || !candidates?.size) return null;

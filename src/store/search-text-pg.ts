@@ -26,6 +26,10 @@
  * skipped; deleting records drops their memberships and the blocks left empty (statement trigger).
  *
  * Among processes sharing a database, the one holding the `text-index` lease runs the job.
+ *
+ * The blocks also hold a code per distinct string value of their records' top-level user metadata
+ * keys (`metaCode`), for metadata equalities (query/metadata-index.ts); records are queued when their
+ * metadata changes too (migration 033).
  */
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
@@ -36,9 +40,11 @@ import {
   TEXT_GROUPS,
   type TextColumn,
   type TextGroup,
+  metaHash,
   termGrams,
   textGroup,
 } from '../domain/text-grams.ts';
+import { metadataEquality, metadataEqualityLeaves } from '../query/metadata-index.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import { leasesOf } from './leases.ts';
 import {
@@ -69,12 +75,24 @@ export function gramCode(group: TextGroup, column: TextColumn, gram: number): nu
   return (TEXT_GROUPS.indexOf(group) * 2 + (column === 'output' ? 1 : 0)) * 2 ** GRAM_BITS + gram;
 }
 
+/** Bits of a metadata code's hash: 2^26 codes per group. */
+const META_BITS = 26;
+/**
+ * The integer that stands for a metadata key and string value in blocks of `group` (its first hash,
+ * domain/text-grams.ts metaHash): above every trigram code (groups and columns take 6 × 2^GRAM_BITS),
+ * in a range per group, under 2^31.
+ */
+export function metaCode(group: TextGroup, hash: number): number {
+  return (8 + TEXT_GROUPS.indexOf(group)) * 2 ** META_BITS + (hash % 2 ** META_BITS);
+}
+
 type QueuedRow = {
   id: string;
   seq: string;
   type: string | null;
   input_text: string | null;
   output_text: string | null;
+  user_metadata: unknown;
   old_block: string | null;
   taken: number;
 };
@@ -97,14 +115,14 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
       ), latest as (
         select id, max(seq) as seq from taken group by id
       )
-      select l.id, l.seq, r.type, r.input_text, r.output_text, m.block as old_block,
+      select l.id, l.seq, r.type, r.input_text, r.output_text, r.user_metadata, m.block as old_block,
         (select count(*)::int from taken) as taken
       from latest l left join records r on r.id = l.id left join text_block_records m on m.id = l.id
       order by l.seq`.execute(trx);
     if (!rows.length) return 0;
     const byGroup = new Map<TextGroup, QueuedRow[]>();
     for (const row of rows) {
-      if (row.type === null || (row.input_text === null && row.output_text === null)) continue;
+      if (row.type === null) continue;
       const g = textGroup(row.type);
       const list = byGroup.get(g);
       if (list) list.push(row);
@@ -122,6 +140,7 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
         for (const row of block) {
           builder.add('input', row.input_text);
           builder.add('output', row.output_text);
+          builder.addMeta(row.user_metadata);
           ids.push(row.id);
           seqs.push(row.seq);
           blockNos.push(docs.length + 1);
@@ -131,9 +150,9 @@ export async function indexQueuedPg(db: Kysely<any>, limit = PG_TEXT_BATCH): Pro
         const output = gramCode(group, 'output', 0);
         for (let i = 0; i < grams.input.length; i++) grams.input[i] += input;
         for (let i = 0; i < grams.output.length; i++) grams.output[i] += output;
-        docs.push(
-          `{${grams.input.join(',')}${grams.input.length && grams.output.length ? ',' : ''}${grams.output.join(',')}}`,
-        );
+        const codes = [...grams.input, ...grams.output];
+        for (const h of builder.takeMeta()) codes.push(metaCode(group, h));
+        docs.push(`{${codes.join(',')}}`);
         // Hashing takes this process's thread: let requests in between blocks.
         await yieldToLoop();
       }
@@ -187,6 +206,7 @@ export async function requeueAllPg(db: Kysely<any>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await sql`insert into records_text_queue (id)
       select id from records where input_text is not null or output_text is not null
+        or user_metadata <> '{}'::jsonb
       order by created_at desc`.execute(trx);
     await sql`truncate text_blocks, text_block_records`.execute(trx);
   });
@@ -312,15 +332,22 @@ export function queuedIds(limit: number) {
   return sql<{ id: string }>`select id from records_text_queue order by seq limit ${limit}`;
 }
 
-/** The leaves of `indexedContainsLeaves` whose term is long enough to narrow the blocks (a trigram). */
+/**
+ * The leaves of `indexedContainsLeaves` whose term is long enough to narrow the blocks (a trigram),
+ * and the metadata equalities.
+ */
 export function pgIndexableLeaves(tree: FilterTree | null): Leaf[] {
-  return indexedContainsLeaves(tree).filter((l) => termGrams(l.value as string) !== null);
+  return [
+    ...indexedContainsLeaves(tree).filter((l) => termGrams(l.value as string) !== null),
+    ...metadataEqualityLeaves(tree),
+  ];
 }
 
 /**
- * PostgreSQL text candidates: for each `contains` leaf on an indexed column, the ids of the records
- * that may match: the records of the blocks (of the groups of `types`, default all) holding every
- * trigram of the term, plus every record queued for the index. Leaves the index cannot narrow (a
+ * PostgreSQL text candidates: for each `contains` leaf on an indexed column and each metadata
+ * equality, the ids of the records that may match: the records of the blocks (of the groups of
+ * `types`, default all) holding every trigram of the term or the key and value's code, plus every
+ * record queued for the index. Leaves the index cannot narrow (a
  * term shorter than a trigram, or case-sensitive with a capital sigma), or that hit more than
  * `cap` records, get none (they scan); so do all when more than that are queued. Must run in the
  * page query's snapshot.
@@ -347,12 +374,20 @@ export class PgTextCandidates implements TextCandidateSource {
     const groups = types?.length ? [...new Set(types.map(textGroup))] : [...TEXT_GROUPS];
     for (const leaf of leaves) {
       const term = leaf.value as string;
-      if (!foldedIndexServes(term, (leaf as { caseSensitive: boolean }).caseSensitive)) continue;
-      const grams = termGrams(term);
-      if (!grams) continue;
-      const column = indexedColumn(leaf);
+      const eq = metadataEquality(leaf);
+      let codes: (g: TextGroup) => number[];
+      if (eq) {
+        const [h] = metaHash(eq.key, eq.value);
+        codes = (g) => [metaCode(g, h)];
+      } else {
+        if (!foldedIndexServes(term, (leaf as { caseSensitive: boolean }).caseSensitive)) continue;
+        const grams = termGrams(term);
+        if (!grams) continue;
+        const column = indexedColumn(leaf);
+        codes = (g) => grams.map((x) => gramCode(g, column, x));
+      }
       const holds = sql.join(
-        groups.map((g) => sql`grams @> ${grams.map((x) => gramCode(g, column, x))}::integer[]`),
+        groups.map((g) => sql`grams @> ${codes(g)}::integer[]`),
         sql` or `,
       );
       // Every block holds a record or more: more blocks than the cap are more records than it.

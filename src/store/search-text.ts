@@ -30,9 +30,11 @@ import {
   TEXT_GROUPS,
   type TextGroup,
   blockOf,
+  metaToken,
   termQuery,
   textGroup,
 } from '../domain/text-grams.ts';
+import { metadataEquality, metadataEqualityLeaves } from '../query/metadata-index.ts';
 import type { FilterTree, Leaf } from '../query/filters.ts';
 import {
   type TextCandidateSource,
@@ -43,7 +45,8 @@ import {
 import type { DB } from './tables.ts';
 
 /** The layout of the index file; an index of another layout is dropped and built again. */
-const FORMAT = 'blocks-1';
+/** blocks-2: the blocks also hold metadata tokens (domain/text-grams.ts metaToken). */
+const FORMAT = 'blocks-2';
 
 /** The index tables (schema-qualified, one per record group) that cover records of `types` (all when not given). */
 export function textTables(types?: readonly string[]): string[] {
@@ -174,7 +177,7 @@ function statements(h: SQLite.Database): Statements {
       next: h.prepare('select seq, rid from records_text_queue where seq > ? order by seq limit ?'),
       maxRowid: h.prepare('select coalesce(max(rowid), 0) from records').pluck(),
       rows: h.prepare(
-        'select rowid as rid, id, type, input_text, output_text from records where rowid between ? and ? order by rowid',
+        'select rowid as rid, id, type, input_text, output_text, user_metadata from records where rowid between ? and ? order by rowid',
       ),
       drop: each((t) => `delete from ${t} where rowid = ?`),
       add: each((t) => `insert into ${t} (rowid, grams) values (?, ?)`),
@@ -212,6 +215,7 @@ type TextRow = {
   type: string;
   input_text: string | null;
   output_text: string | null;
+  user_metadata: string | null;
 };
 
 /** Per group, the gram set of the block being read. */
@@ -259,6 +263,7 @@ export function indexPending(h: SQLite.Database, budgetMs: number): number {
         const g = grams[textGroup(row.type)];
         g.add('input', row.input_text);
         g.add('output', row.output_text);
+        g.addMeta(row.user_metadata);
         probe = row;
       }
       flush();
@@ -285,9 +290,10 @@ export function indexPending(h: SQLite.Database, budgetMs: number): number {
 }
 
 /**
- * SQLite text candidates: for each `contains` leaf on an indexed column, the BLOCKS of rowids
- * (domain/text-grams.ts blockOf) whose records may match: those whose documents (in the indexes of
- * `types`, default all) hold the term's trigrams, plus those of every record not indexed yet (above
+ * SQLite text candidates: for each `contains` leaf on an indexed column and each metadata equality
+ * (query/metadata-index.ts), the BLOCKS of rowids (domain/text-grams.ts blockOf) whose records may
+ * match: those whose documents (in the indexes of `types`, default all) hold the term's trigrams or
+ * the key and value's token, plus those of every record not indexed yet (above
  * the frontier, or queued). A search checks a record's block from its index entry, before it reads
  * the record. Without an index file (an in-memory database) there are none.
  */
@@ -310,7 +316,7 @@ export class SqliteTextCandidates implements TextCandidateSource {
   ): Promise<Map<Leaf, number[]>> {
     const out = new Map<Leaf, number[]>();
     if (!tree || !this.indexed) return out;
-    const leaves = indexedContainsLeaves(tree);
+    const leaves = [...indexedContainsLeaves(tree), ...metadataEqualityLeaves(tree)];
     if (!leaves.length) return out;
     const tables = textTables(types);
     const maxBlocks = Math.floor(this.cap / BLOCK_ROWS);
@@ -331,7 +337,13 @@ export class SqliteTextCandidates implements TextCandidateSource {
     for (const leaf of leaves) {
       const { caseSensitive } = leaf as { caseSensitive: boolean };
       const term = leaf.value as string;
-      const match = foldedIndexServes(term, caseSensitive) ? termQuery(indexedColumn(leaf), term) : null;
+      const eq = metadataEquality(leaf);
+      // A token is one word: as a phrase (quoted), FTS5 reads it as a word, whatever its characters.
+      const match = eq
+        ? `"${metaToken(eq.key, eq.value)}"`
+        : foldedIndexServes(term, caseSensitive)
+          ? termQuery(indexedColumn(leaf), term)
+          : null;
       if (match === null) continue;
       const blocks = new Set(unindexed);
       for (const table of tables) {

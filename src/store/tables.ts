@@ -359,16 +359,6 @@ export interface AnnotationQueueRecordsTable {
   added_at: number;
 }
 
-/** The metadata index (migration 014, query/metadata-index.ts). */
-export interface RecordMetadataTable {
-  run_id: string;
-  grp: string;
-  key: string;
-  value: string;
-  created_at: number;
-  id: string;
-}
-
 /** Who runs a background job until when (one process among those sharing the database). */
 export interface LeasesTable {
   name: string;
@@ -555,7 +545,6 @@ export interface DB {
   annotation_queue_templates: AnnotationQueueTemplatesTable;
   annotation_queue_members: AnnotationQueueMembersTable;
   annotation_queue_records: AnnotationQueueRecordsTable;
-  record_metadata: RecordMetadataTable;
   leases: LeasesTable;
   console_sessions: ConsoleSessionsTable;
   prompt_templates: PromptTemplatesTable;

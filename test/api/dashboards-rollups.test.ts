@@ -4,6 +4,7 @@
  * background, then answered by rollup with the scan's numbers), and a group column past the cap.
  */
 import assert from 'node:assert/strict';
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { DIM_VALUE_CAP } from '../../src/domain/rollups.ts';
@@ -118,6 +119,12 @@ for (const store of storesUnderTest()) {
       assert.equal(await counted(a), 0);
       assert.equal(await rollupFold.job.runOnce(), 'done');
       assert.equal(await deltas(a), 0);
+      // PostgreSQL: the folded deltas' dead rows were vacuumed.
+      if (store.dialect === 'postgres') {
+        const { rows } = await sql<{ at: unknown }>`select last_vacuum as at from pg_stat_user_tables
+          where relname = 'rollup_deltas' and schemaname = current_schema()`.execute(store.db);
+        assert.ok(rows[0]?.at, 'rollup_deltas vacuumed');
+      }
       const records = await store.db
         .selectFrom('records')
         .select((eb) => eb.fn.countAll().as('n'))

@@ -1,17 +1,16 @@
 /**
- * The metadata index (migration 014, query/metadata-index.ts): searches for a user metadata key equal
- * to a string find what the same filter finds without the index, in the same order and pages; the
- * index follows updates and deletes of records and indexes records stored before it existed; and on
- * SQLite the search reads the index in order instead of walking the run (its plan), as a search of
- * spans (several types) reads the run's records by time.
+ * Metadata equality through the text index's blocks (query/metadata-index.ts, migration 033):
+ * searches for a user metadata key equal to a string find what the same filter finds without the
+ * index, in the same order and pages, before and after the indexer caught up; the blocks narrow a
+ * rare value to its blocks; they follow updates and deletes of records; on SQLite a rare value's
+ * blocks drive the search (its plan), as a search of spans (several types) reads the run's records
+ * by time; and migration 033 drops the old per-record index and queues records by their metadata.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { SPAN_TYPES } from '../../src/query/columns.ts';
-import { metadataProbe } from '../../src/query/metadata-index.ts';
-import type { SortSpec } from '../../src/query/sorts.ts';
 import { parseSearchBody } from '../../src/services/search.ts';
 import type { SqliteSearch } from '../../src/store/search-sqlite.ts';
 import { projectWithLogStream } from '../helpers/fixtures.ts';
@@ -42,15 +41,17 @@ for (const store of storesUnderTest()) {
     const url = (target: string) => `/v2/projects/${projectId}/${target}/search`;
     const ids = (target: string, body: Record<string, unknown>, limit = 4) =>
       allIds(s, url(target), { log_stream_id: logStreamId, ...body }, limit);
-    const indexRows = async (id: string) =>
-      (
-        await s.running.services.store.db
-          .selectFrom('record_metadata')
-          .select(['key', 'value', 'grp'])
-          .where('id', '=', id)
-          .orderBy('key')
-          .execute()
-      ).map((r) => `${r.grp} ${r.key}=${r.value}`);
+    /** The candidate records (SQLite: rowids of the blocks; PostgreSQL: ids) of an equality on traces. */
+    const candidates = async (key: string, value: string) => {
+      const { services } = s.running;
+      const tree = parseSearchBody({ filter_tree: eq(key, value) } as any).tree;
+      const repo = services.search.repo as unknown as {
+        text: { candidates(db: unknown, tree: unknown, types?: string[]): Promise<Map<unknown, unknown[]>> };
+      };
+      const found = await repo.text.candidates(services.store.db, tree, ['trace']);
+      return [...found.values()][0] ?? null;
+    };
+    const drain = () => s.running.services.search.indexer.drain();
 
     before(async () => {
       s = await startTestServer(store);
@@ -81,6 +82,13 @@ for (const store of storesUnderTest()) {
     after(() => s?.close());
 
     test('equality finds what the unindexed filter finds, in order and page by page', async () => {
+      // Once with the index behind (records checked directly), once caught up.
+      await sameAnswers();
+      await drain();
+      await sameAnswers();
+    });
+
+    const sameAnswers = async () => {
       const cases: [string, string][] = [
         ['customer', 'acme'],
         ['customer', 'c-1'],
@@ -116,17 +124,48 @@ for (const store of storesUnderTest()) {
       assert.equal((await ids('traces', { filter_tree: eq('long', LONG) })).length, 5);
       assert.equal((await ids('traces', { filter_tree: eq('ville', 'zürich σ') })).length, 0);
       assert.equal((await ids('spans', { filter_tree: eq('rare', 'yes') })).length, 4);
+    };
+
+    test('the blocks narrow an equality to the blocks holding its value', async () => {
+      // 300 traces with a value each, in a log stream of their own: several blocks of traces.
+      const other = (await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: 'many' })).body.id;
+      const req: string[] = [];
+      for (let b = 0; b < 3; b++) {
+        const batch = Array.from({ length: 100 }, (_, k) => {
+          const id = randomUUID();
+          req.push(id);
+          return {
+            id,
+            name: 'r',
+            created_at: iso(T0 + (b * 100 + k) * S),
+            user_metadata: { req: `r-${b * 100 + k}` },
+          };
+        });
+        await ingestTraces(s, projectId, other, batch);
+      }
+      await drain();
+      // Beside the blocks not indexed yet (SQLite indexes a block once full: the last one waits),
+      // which every value has, an indexed value has its own block and an absent one none.
+      const unindexed = new Set(await candidates('req', 'r-none'));
+      const one = (await candidates('req', 'r-150'))?.filter((c) => !unindexed.has(c));
+      assert.ok(one, 'an indexed value has candidates');
+      const size = store === 'sqlite' ? one.length * 128 : one.length;
+      assert.ok(size > 0 && size <= 128, `one block's records, not ${size}`);
+      assert.ok(unindexed.size <= (store === 'sqlite' ? 1 : 0), `${unindexed.size} blocks not indexed`);
+      assert.deepEqual(
+        await allIds(s, url('traces'), { log_stream_id: other, filter_tree: eq('req', 'r-150') }),
+        [req[150]],
+      );
     });
 
-    test('the index holds the string values of each record, and follows updates and deletes', async () => {
+    test('the blocks follow updates and deletes', async () => {
       const id = traceIds[6];
-      // Strings only, and none longer than the index takes (`long`).
-      assert.deepEqual(await indexRows(id), ['trace customer=acme', 'trace n=5', 'trace ville=Zürich Σ']);
-      // Sent again with other metadata: the stored metadata is replaced, and so are its entries.
+      // Sent again with other metadata: the record is queued and its block takes the new values.
       await ingestTraces(s, projectId, logStreamId, [
         { id, name: 't6', created_at: iso(T0 + 6 * S), user_metadata: { customer: 'moved', rare: 'yes' } },
       ]);
-      assert.deepEqual(await indexRows(id), ['trace customer=moved', 'trace rare=yes']);
+      // Indexed, its block (not the one left unindexed) holds the new value: found through it.
+      await drain();
       assert.deepEqual(await ids('traces', { filter_tree: eq('customer', 'moved') }), [id]);
       assert.ok(!(await ids('traces', { filter_tree: eq('customer', 'acme') })).includes(id));
 
@@ -135,15 +174,16 @@ for (const store of storesUnderTest()) {
         filters: [{ column_id: 'user_metadata/customer', operator: 'eq', value: 'moved', type: 'text' }],
       });
       assert.equal(r.status, 200, r.text);
-      assert.deepEqual(await indexRows(id), []);
+      await drain();
       assert.deepEqual(await ids('traces', { filter_tree: eq('customer', 'moved') }), []);
     });
 
-    test('searches read an index in the native order: metadata equality, spans (plans)', async (t) => {
+    test("a rare value's blocks drive the search; spans read the run by time (plans)", async (t) => {
       if (store !== 'sqlite')
         return t.skip('PostgreSQL plans small tables as scans: bench:search shows the large ones');
       const { services } = s.running;
-      const parsed = parseSearchBody({ filter_tree: eq('customer', 'acme') } as any);
+      await drain();
+      const parsed = parseSearchBody({ filter_tree: eq('rare', 'yes') } as any);
       const q = {
         projectId,
         runId: logStreamId,
@@ -153,59 +193,63 @@ for (const store of storesUnderTest()) {
         offset: 0,
         limit: 101,
       };
-      assert.deepEqual(metadataProbe(q), { group: 'trace', key: 'customer', value: 'acme' });
-      const plan = (search: typeof q) => {
-        const c = (services.search.repo as SqliteSearch).rowidQuery(services.store.db, search).compile();
+      const repo = services.search.repo as SqliteSearch;
+      const plan = async (search: typeof q) => {
+        const found = await repo.text.candidates(services.store.db, search.tree, search.types);
+        const c = repo.rowidQuery(services.store.db, search, found).compile();
         const rows = services.store.sqlite!.prepare(`explain query plan ${c.sql}`).all(...c.parameters);
         return (rows as { detail: string }[]).map((p) => p.detail);
       };
-      const byMetadata = plan(q);
+      const byMetadata = await plan(q);
       assert.match(
         byMetadata[0],
-        /^SEARCH rm USING PRIMARY KEY \(run_id=\? AND grp=\? AND key=\? AND value=\?\)/,
+        /^SEARCH records USING INTEGER PRIMARY KEY \(rowid=\?\)/,
+        byMetadata.join('\n'),
       );
-      assert.ok(!byMetadata.some((d) => /TEMP B-TREE/.test(d)), byMetadata.join('\n'));
       // Spans (several types) in the native order: the run's records by time, only ties sorted.
-      const spans = plan({ ...q, types: SPAN_TYPES, tree: null });
+      const spans = await plan({ ...q, types: SPAN_TYPES, tree: null });
       assert.deepEqual(spans, [
         'SEARCH records USING INDEX records_run_created (run_id=?)',
         'USE TEMP B-TREE FOR LAST TERM OF ORDER BY',
       ]);
-      // A sort, or the leaf under `or`, takes no probe.
-      assert.equal(metadataProbe({ ...q, sort: {} as SortSpec }), null);
-      assert.equal(metadataProbe({ ...q, tree: { op: 'or', children: [parsed.tree!] } }), null);
     });
   });
 
-  test(`records stored before the index are indexed by its migration [${store}]`, async () => {
-    // The store at migration 013, with records; then migrated to the latest.
-    const older = await storeBefore(store, '014');
+  test(`migration 033 drops the per-record index and queues records by their metadata [${store}]`, async () => {
+    const older = await storeBefore(store, '033');
     const storeAt = older.store;
     try {
-      const row = (id: string, type: string, user_metadata: string | null) => ({
+      const row = (id: string, user_metadata: string) => ({
         id,
         project_id: 'p',
         run_id: 'r',
-        type,
+        type: 'trace',
         created_at: T0,
         updated_at: T0,
         user_metadata,
       });
       await storeAt.db
         .insertInto('records')
-        .values([
-          row('a', 'trace', JSON.stringify({ k: 'v', n: 1, long: LONG })),
-          row('b', 'llm', JSON.stringify({ k: 'w' })),
-          row('c', 'session', null),
-        ] as any)
+        .values([row('a', JSON.stringify({ k: 'v' })), row('b', '{}')] as any)
         .execute();
       await older.up();
-      const { rows } = await sql<{ e: string }>`select grp || ' ' || id || ' ' || key || '=' || value as e
-        from record_metadata order by id`.execute(storeAt.db);
-      assert.deepEqual(
-        rows.map((r) => r.e),
-        ['trace a k=v', 'span b k=w'],
-      );
+      const tables = await sql<{ n: number }>`select count(*) as n from ${sql.raw(
+        store === 'sqlite'
+          ? "sqlite_master where type = 'table' and name = 'record_metadata'"
+          : "pg_tables where tablename = 'record_metadata' and schemaname = current_schema()",
+      )}`.execute(storeAt.db);
+      assert.equal(Number(tables.rows[0].n), 0);
+      const queued = async () =>
+        Number(
+          (await sql<{ n: number }>`select count(*) as n from records_text_queue`.execute(storeAt.db)).rows[0]
+            .n,
+        );
+      // PostgreSQL queues every record with metadata again; SQLite rebuilds its index at start.
+      if (store === 'postgres') assert.equal(await queued(), 1);
+      const before = await queued();
+      // A record whose metadata changes is queued (its block takes the new values).
+      await sql`update records set user_metadata = ${'{"k":"w"}'} where id = 'b'`.execute(storeAt.db);
+      assert.equal(await queued(), before + 1);
     } finally {
       await older.close();
     }

@@ -28,6 +28,7 @@ import * as scorersMore from './026_scorers_more.ts';
 import * as experiments from './029_experiments.ts';
 import * as signalCostOrder from './031_signal_cost_order.ts';
 import * as rollups from './032_rollups.ts';
+import * as metadataInTextBlocks from './033_metadata_in_text_blocks.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -60,4 +61,5 @@ export const migrations: Record<string, Migration> = {
   '029_experiments': experiments,
   '031_signal_cost_order': signalCostOrder,
   '032_rollups': rollups,
+  '033_metadata_in_text_blocks': metadataInTextBlocks,
 };
