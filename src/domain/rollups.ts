@@ -45,6 +45,15 @@ export const SCALAR_DIMS = ['type', 'name', 'model'] as const;
 /** At most this many values of a group column (other than type) per log stream; beyond, it overflows. */
 export const DIM_VALUE_CAP = 200;
 
+/**
+ * Longest group column, metric column and group value (its JSON text) kept in rollups, in
+ * characters. They are keys of the rollup tables, and PostgreSQL refuses a B-tree entry past about
+ * 2,700 bytes: three of these at 4 bytes a character stay under it. A longer column is not rolled up
+ * (its dashboards scan); a longer value overflows its group column, as one past the cap does.
+ */
+export const ROLLUP_KEY_MAX_CHARS = 200;
+export const keptKey = (s: string) => s.length <= ROLLUP_KEY_MAX_CHARS;
+
 /** The metric column of the record count (count rows). */
 export const COUNT_COL = '';
 
@@ -118,7 +127,7 @@ export function recordFacts(r: RollupRecord): {
   if (metrics)
     for (const k in metrics) {
       const v = metrics[k];
-      if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+      if (typeof v !== 'number' || !Number.isFinite(v) || !keptKey(`m:${k}`)) continue;
       parts.push([`m:${k}`, v, binCode(v)]);
       dims.push([`m:${k}`, valueKey(v)]);
     }
@@ -126,7 +135,7 @@ export function recordFacts(r: RollupRecord): {
   if (user)
     for (const k in user) {
       const v = user[k];
-      if (typeof v === 'string') dims.push([`u:${k}`, valueKey(v)]);
+      if (typeof v === 'string' && keptKey(`u:${k}`)) dims.push([`u:${k}`, valueKey(v)]);
     }
   return { parts, dims };
 }
@@ -152,7 +161,7 @@ class RecordParts {
     if (metrics)
       for (const k in metrics) {
         const v = metrics[k];
-        if (typeof v !== 'number' || !Number.isFinite(v)) continue;
+        if (typeof v !== 'number' || !Number.isFinite(v) || !keptKey(`m:${k}`)) continue;
         p.keyed.push({ name: `m:${k}`, v, code: binCode(v) });
       }
     return p;
@@ -611,7 +620,7 @@ export class RollupBatch {
     if (user)
       for (const k in user) {
         const v = user[k];
-        if (typeof v === 'string') this.into(at, facts, sign, `u:${k}`, v);
+        if (typeof v === 'string' && keptKey(`u:${k}`)) this.into(at, facts, sign, `u:${k}`, v);
       }
   }
 
@@ -634,6 +643,11 @@ export class RollupBatch {
       // A dim past the cap (ids new for every request) costs no value key per record.
       if (this.dims?.isOverflowed(at.runId, dim)) return;
       const value = dim === '' ? 'null' : valueKey(v);
+      if (!keptKey(value)) {
+        this.dims?.overflowed(at.runId, dim);
+        this.overflowOf(at.runId)(dim);
+        return;
+      }
       if (this.dims && !this.dims.admit(at.runId, dim, value, this.overflowOf(at.runId))) return;
       k = this.keyOf(at.runId, at.hour, at.byDim, dim, value);
       raw.set(v, k);

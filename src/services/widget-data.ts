@@ -19,6 +19,7 @@ import {
   type RollupMetric,
   SCALAR_DIMS,
   SCALAR_METRICS,
+  keptKey,
   rollupCells,
   valueKey,
 } from '../domain/rollups.ts';
@@ -282,9 +283,13 @@ export function rollupDim(column: ColumnDef): string | null {
   const src = column.source;
   if (src.kind === 'scalar')
     return (SCALAR_DIMS as readonly string[]).includes(src.column) ? src.column : null;
-  if (src.kind === 'json' && src.column === 'user_metadata') return `u:${src.key}`;
-  if (src.kind === 'json' && src.column === 'metrics') return `m:${src.key}`;
-  return null;
+  const dim =
+    src.kind === 'json' && src.column === 'user_metadata'
+      ? `u:${src.key}`
+      : src.kind === 'json' && src.column === 'metrics'
+        ? `m:${src.key}`
+        : null;
+  return dim !== null && keptKey(dim) ? dim : null;
 }
 
 /** The rollups' column of a metric (COUNT_COL for the record count), or null when they do not keep it. */
@@ -296,7 +301,8 @@ export function rollupColumn(m: MetricSpec): string | null {
     if (NEVER_NULL.has(src.column) && m.needs.size === 0 && m.percentiles.size === 0) return COUNT_COL;
     return null;
   }
-  if (src.kind === 'json' && src.column === 'metrics' && m.kind !== 'boolean') return `m:${src.key}`;
+  if (src.kind === 'json' && src.column === 'metrics' && m.kind !== 'boolean' && keptKey(`m:${src.key}`))
+    return `m:${src.key}`;
   return null;
 }
 

@@ -187,6 +187,45 @@ for (const store of storesUnderTest()) {
       assert.equal(plain.answered_by, 'rollup', plain.fallback_reason);
     });
 
+    test('keys and values too long to be rollup keys: their dashboards scan, the rest still roll up', async () => {
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `long-${randomUUID()}` })
+      ).body.id;
+      // PostgreSQL refuses a B-tree key past about 2,700 bytes: these would be rollup keys.
+      const longKey = `k${'é'.repeat(400)}`;
+      const longMetric = `m${'é'.repeat(400)}`;
+      await ingestTraces(s, projectId, ls, [
+        {
+          name: 'x'.repeat(3000),
+          created_at: iso(T0),
+          user_metadata: { tier: 'é'.repeat(3000), [longKey]: 'a' },
+          metrics: { duration_ns: 5, [longMetric]: 1 },
+          spans: [],
+        },
+        { name: 'short', created_at: iso(T0 + 60e6), user_metadata: { tier: 'pro' }, spans: [] },
+      ]);
+      const total = (out: any) => out.widgets[0].series.reduce((a: number, x: any) => a + x.total, 0);
+      const all = await (await query(ls, {}, W))();
+      assert.equal(all.answered_by, 'rollup', all.fallback_reason);
+      assert.ok(total(all) >= 2);
+      for (const [group, reason] of [
+        ['user_metadata/tier', /too many values/],
+        ['name', /too many values/],
+        [`user_metadata/${longKey}`, /not kept in rollups/],
+      ] as const) {
+        const out = await (await query(ls, { group_by: group }, W))();
+        assert.equal(out.answered_by, 'scan', group);
+        assert.match(out.fallback_reason, reason);
+        assert.equal(total(out), total(all));
+      }
+      const metric = await (await query(ls, {}, [[`metrics/${longMetric}`, 'Sum']]))();
+      assert.equal(metric.answered_by, 'scan');
+      assert.equal(total(metric), 1);
+      const plain = await (await query(ls, { group_by: 'model' }, W))();
+      assert.equal(plain.answered_by, 'rollup', plain.fallback_reason);
+      assert.equal(total(plain), total(all));
+    });
+
     test('records from before rollups: scanned, rebuilt in the background, then answered by rollup', async () => {
       const ls = (
         await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `old-${randomUUID()}` })
