@@ -8,10 +8,11 @@
  *   so ingestion waits for one batch at most; the answer comes once every batch has committed. A
  *   shutdown stops the delete between two batches (503: what was deleted stays deleted, the request
  *   may be sent again).
- * - Export: the matching records as JSON lines or CSV (services/record-export.ts), read in chunks from
+ * - Export: the matching records as JSON lines or CSV (domain/record-export.ts), read in chunks from
  *   one snapshot and written as the client takes them.
  */
 import { counted } from '../domain/plural.ts';
+import { type ExportOptions, csvHeader, exportChunk } from '../domain/record-export.ts';
 import { HttpError, valueError } from '../domain/errors.ts';
 import { ROOT_TYPES, type RecordDeletes, type RootKind } from '../store/record-deletes.ts';
 import type { RecordSelection, Selection } from '../store/record-selection.ts';
@@ -19,7 +20,6 @@ import type { Caller } from './auth.ts';
 import type { AddedRecord } from './ingest.ts';
 import type { Metrics } from './metrics.ts';
 import type { ProjectsService } from './projects.ts';
-import { type ExportOptions, csvHeader, exportChunk } from './record-export.ts';
 import { type SearchBody, type SearchService, type SearchTarget, TARGET_TYPES } from './search.ts';
 
 /** Roots per delete transaction. */

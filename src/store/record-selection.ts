@@ -8,6 +8,7 @@
 import type { Kysely, SqlBool } from 'kysely';
 import { sql } from 'kysely';
 import type pg from 'pg';
+import type { ExportItem } from '../domain/record-export.ts';
 import type { StoredRecord } from '../domain/records.ts';
 import { type Store, openSqlite } from './db.ts';
 import type { RecordSearch, SearchStore } from './search-query.ts';
@@ -20,12 +21,6 @@ export type Selection = Omit<RecordSearch, 'offset' | 'limit'>;
 export interface Position {
   created_at: number;
   id: string;
-}
-
-/** A root record with the records below it (a session's traces and spans; a trace's spans). */
-export interface ExportItem {
-  root: StoredRecord;
-  children: StoredRecord[];
 }
 
 /** `limit` for queries that read a selection to its end. */

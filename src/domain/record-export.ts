@@ -5,11 +5,16 @@
  * output in place of the originals where the client sent them; `column_ids` keeps only those columns
  * (ids and types stay, and so does the nesting).
  */
-import { recordToApi } from '../domain/records.ts';
-import type { ExportItem } from '../store/record-selection.ts';
-import { traceTree } from './records.ts';
+import { type StoredRecord, recordToApi } from './records.ts';
+import { traceTree } from './trace-tree.ts';
 
 type Api = Record<string, any>;
+
+/** A root record with the records below it (a session's traces and spans; a trace's spans). */
+export interface ExportItem {
+  root: StoredRecord;
+  children: StoredRecord[];
+}
 
 export interface ExportOptions {
   format: 'jsonl' | 'csv';
