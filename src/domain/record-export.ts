@@ -143,3 +143,12 @@ export function exportChunk(items: readonly ExportItem[], opts: ExportOptions): 
 export function csvHeader(opts: ExportOptions): string {
   return `${csvColumns(opts).map(csvField).join(',')}\r\n`;
 }
+
+/** An export's text, a chunk of items at a time (a CSV export starts with its header). */
+export async function* renderExport(
+  source: AsyncIterable<readonly ExportItem[]>,
+  opts: ExportOptions,
+): AsyncGenerator<string> {
+  if (opts.format === 'csv') yield csvHeader(opts);
+  for await (const items of source) yield exportChunk(items, opts);
+}
