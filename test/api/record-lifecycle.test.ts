@@ -790,8 +790,7 @@ for (const store of storesUnderTest()) {
         readHere++;
         return mainReads.apply(selection, args);
       };
-      const idle = performance.eventLoopUtilization();
-      try {
+      const exportAll = async () => {
         const exp = await s.call('POST', `/v2/projects/${pl.project}/export_records`, {
           log_stream_id: pl.ls,
           root_type: 'trace',
@@ -799,6 +798,14 @@ for (const store of storesUnderTest()) {
         });
         assert.equal(exp.status, 200);
         assert.equal(exp.text.trim().split('\n').length, 1000);
+      };
+      // The first export starts a thread (its start-up is not the export's work); the second is measured.
+      await exportAll();
+      const active = (r: any) => r.worker.performance.eventLoopUtilization().active as number;
+      const before = new Map(selection.exports.readers.map((r: any) => [r, active(r)]));
+      const idle = performance.eventLoopUtilization();
+      try {
+        await exportAll();
       } finally {
         selection.stream = mainReads;
       }
@@ -806,9 +813,13 @@ for (const store of storesUnderTest()) {
       assert.equal(readHere, 0, 'nothing was read on the main thread');
       const threads = selection.exports.readers;
       assert.ok(threads.length >= 1 && threads.length <= 2, `${threads.length} export threads`);
-      // The work was the thread's: it was busier than the main thread, which only passed bytes on.
-      const worker = Math.max(...threads.map((r: any) => r.worker.performance.eventLoopUtilization().active));
-      assert.ok(worker > main.active, `export thread ${worker} ms active, main ${main.active} ms`);
+      // The work was the threads': they were busier than the main thread, which only passed bytes on.
+      const worker = threads.reduce(
+        (sum: number, r: any) => sum + active(r) - ((before.get(r) as number) ?? 0),
+        0,
+      );
+      assert.ok(worker > main.active, `export threads ${worker} ms active, main ${main.active} ms`);
+      t.diagnostic(`export threads ${worker.toFixed(0)} ms active, main ${main.active.toFixed(0)} ms`);
     });
 
     test('export: a thread that dies mid-export ends the response with an error', async (t) => {
