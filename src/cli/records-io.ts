@@ -125,7 +125,7 @@ export async function exportRecords(config: Config, a: ExportArgs): Promise<numb
     try {
       for await (const chunk of out.chunks) {
         // One root per line (JSON lines) or row (CSV).
-        const n = chunk.split(a.format === 'csv' ? '\r\n' : '\n').length - 1;
+        const n = occurrences(chunk, a.format === 'csv' ? '\r\n' : '\n');
         lines += n;
         bar.tick(n);
         if (!a.output.write(chunk)) await new Promise((r) => a.output.once('drain', r));
@@ -136,6 +136,13 @@ export async function exportRecords(config: Config, a: ExportArgs): Promise<numb
     const roots = lines - header;
     return roots;
   });
+}
+
+/** How many times `sep` occurs in a chunk (text, or UTF-8 bytes from an export thread). */
+function occurrences(chunk: string | Buffer, sep: string): number {
+  let n = 0;
+  for (let i = chunk.indexOf(sep); i >= 0; i = chunk.indexOf(sep, i + sep.length)) n++;
+  return n;
 }
 
 type Obj = Record<string, any>;

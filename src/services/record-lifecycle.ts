@@ -8,10 +8,11 @@
  *   so ingestion waits for one batch at most; the answer comes once every batch has committed. A
  *   shutdown stops the delete between two batches (503: what was deleted stays deleted, the request
  *   may be sent again).
- * - Export: the matching records as JSON lines or CSV (services/record-export.ts), read in chunks from
+ * - Export: the matching records as JSON lines or CSV (domain/record-export.ts), read in chunks from
  *   one snapshot and written as the client takes them.
  */
 import { counted } from '../domain/plural.ts';
+import type { ExportOptions } from '../domain/record-export.ts';
 import { HttpError, valueError } from '../domain/errors.ts';
 import { ROOT_TYPES, type RecordDeletes, type RootKind } from '../store/record-deletes.ts';
 import type { RecordSelection, Selection } from '../store/record-selection.ts';
@@ -19,7 +20,6 @@ import type { Caller } from './auth.ts';
 import type { AddedRecord } from './ingest.ts';
 import type { Metrics } from './metrics.ts';
 import type { ProjectsService } from './projects.ts';
-import { type ExportOptions, csvHeader, exportChunk } from './record-export.ts';
 import { type SearchBody, type SearchService, type SearchTarget, TARGET_TYPES } from './search.ts';
 
 /** Roots per delete transaction. */
@@ -38,7 +38,7 @@ export interface ExportBody extends SearchBody {
 export interface ExportStream {
   contentType: string;
   fileName: string;
-  chunks: AsyncGenerator<string>;
+  chunks: AsyncGenerator<string | Buffer>;
 }
 
 export class RecordLifecycleService {
@@ -138,13 +138,12 @@ export class RecordLifecycleService {
       redact: body.redact ?? true,
     };
     const nest = opts.format === 'csv' || kind === 'span' ? null : kind;
-    const source = this.selection.stream(selection, nest);
+    const source = this.selection.exportText(selection, nest, opts);
     const stopping = this.stopping.signal;
-    async function* chunks(): AsyncGenerator<string> {
+    async function* chunks(): AsyncGenerator<string | Buffer> {
       try {
-        if (opts.format === 'csv') yield csvHeader(opts);
-        for await (const items of source) {
-          yield exportChunk(items, opts);
+        for await (const text of source) {
+          yield text;
           // Cut short with an error, not a clean end: the client must not take a part for the whole.
           if (stopping.aborted) throw new HttpError(503, 'The server is shutting down');
         }
@@ -162,5 +161,11 @@ export class RecordLifecycleService {
   /** Stops deletes and exports under way at their next batch (shutdown). */
   close(): void {
     this.stopping.abort();
+  }
+
+  /** Stops the export threads, once requests have drained (an export still on one ends with an error). */
+  async closeThreads(): Promise<void> {
+    this.stopping.abort();
+    await this.selection.close();
   }
 }

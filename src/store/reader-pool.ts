@@ -17,6 +17,10 @@ interface Waiting {
 export interface Reader {
   worker: Worker;
   waiting: Map<number, Waiting>;
+  /** State the thread keeps between calls for a caller (an export under way), counted as load. */
+  held: number;
+  /** Why the thread is gone (a call sent to it then fails at once rather than waiting forever). */
+  gone: Error | null;
 }
 
 /**
@@ -44,7 +48,7 @@ export class ReaderPool {
 
   private spawn(): Reader {
     const worker = startThread<ReaderData>('reader-thread.ts', { file: this.file }, READER_LIMITS);
-    const reader: Reader = { worker, waiting: new Map() };
+    const reader: Reader = { worker, waiting: new Map(), held: 0, gone: null };
     worker.on('message', (msg: ReaderReply) => {
       const w = reader.waiting.get(msg.id);
       if (!w) return;
@@ -54,6 +58,7 @@ export class ReaderPool {
       else w.resolve(msg.result);
     });
     const fail = (err: Error) => {
+      reader.gone ??= err;
       this.readers = this.readers.filter((r) => r !== reader);
       for (const w of reader.waiting.values()) w.reject(err);
       reader.waiting.clear();
@@ -73,9 +78,10 @@ export class ReaderPool {
   /** The least busy thread, started if fewer than `max` run. */
   pick(): Reader {
     if (this.closed) throw new Error(`${this.name} readers are closed`);
-    let reader = this.readers.find((r) => r.waiting.size === 0);
+    const load = (r: Reader) => r.waiting.size + r.held;
+    let reader = this.readers.find((r) => load(r) === 0);
     if (!reader && this.readers.length < this.max) reader = this.spawn();
-    return reader ?? this.readers.reduce((a, b) => (b.waiting.size < a.waiting.size ? b : a));
+    return reader ?? this.readers.reduce((a, b) => (load(b) < load(a) ? b : a));
   }
 
   /**
@@ -89,6 +95,7 @@ export class ReaderPool {
   ): { id: number; answer: Promise<ReaderCalls[K]['result']> } {
     const id = this.nextId++;
     const answer = new Promise<ReaderCalls[K]['result']>((resolve, reject) => {
+      if (reader.gone) return reject(reader.gone);
       reader.waiting.set(id, { resolve, reject });
       reader.worker.ref();
       reader.worker.postMessage({ id, call, args } as ReaderRequest);

@@ -2,7 +2,9 @@
  * What the main thread asks of a reader thread (reader-thread.ts) and what it answers, declared once
  * for both sides: each call's arguments and result.
  */
+import type { ExportOptions } from '../domain/record-export.ts';
 import type { PageFormat } from '../domain/record-json.ts';
+import type { SqliteExport } from './record-selection.ts';
 import type { RecordSearch } from './search-query.ts';
 import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
 
@@ -17,6 +19,18 @@ export interface ReaderCalls {
   take: { args: { scan: number; shown: unknown[]; totalMetrics: number[] }; result: TakenCells };
   /** Drops a kept scan. */
   drop: { args: { scan: number }; result: null };
+  /**
+   * Opens an export, kept by the thread under the request's id: its read (on connections of its own,
+   * opened on the first `exportNext`) and its rendering.
+   */
+  exportOpen: { args: { read: SqliteExport; opts: ExportOptions }; result: null };
+  /**
+   * The next chunk of a kept export as UTF-8 text, made on the thread and moved, not copied; null at
+   * its end (the thread then drops it, as it does when a chunk fails).
+   */
+  exportNext: { args: { export: number }; result: Uint8Array | null };
+  /** Ends a kept export early, closing its connections. */
+  exportClose: { args: { export: number }; result: null };
 }
 
 export type ReaderCall = keyof ReaderCalls;

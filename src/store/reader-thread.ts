@@ -1,7 +1,8 @@
 /**
  * A reader thread (SQLite): its own connection to the database file answers the calls of
  * reader-protocol.ts, off the main thread where requests and ingestion run: record searches
- * (search-sqlite.ts) and widget data (widget-cells-sqlite.ts), each loaded on its first call.
+ * (search-sqlite.ts), widget data (widget-cells-sqlite.ts) and exports (record-selection.ts
+ * `sqliteExport`), each loaded on its first call.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { GroupScan } from '../domain/cell-aggregates.ts';
@@ -30,6 +31,10 @@ const widgetStore = async () =>
 
 /** Grouped scans kept until the main thread takes their shown groups' cells (or drops them). */
 const kept = new Map<number, { scan: GroupScan; q: CellQuery }>();
+
+/** Exports under way, kept until they end or the main thread closes them. */
+const exports = new Map<number, AsyncGenerator<string>>();
+const utf8 = new TextEncoder();
 
 /** Answers a call, with the buffers to move (not copy) to the main thread. */
 async function answer(
@@ -71,6 +76,37 @@ async function answer(
     case 'drop':
       kept.delete(msg.args.scan);
       return { result: null, moved: [] };
+    case 'exportOpen': {
+      const [{ sqliteExport }, { renderExport }] = await Promise.all([
+        import('./record-selection.ts'),
+        import('../domain/record-export.ts'),
+      ]);
+      exports.set(msg.id, renderExport(sqliteExport(msg.args.read), msg.args.opts));
+      return { result: null, moved: [] };
+    }
+    case 'exportNext': {
+      const out = exports.get(msg.args.export);
+      if (!out) throw new Error('no such export');
+      let next: IteratorResult<string>;
+      try {
+        next = await out.next();
+      } catch (err) {
+        exports.delete(msg.args.export);
+        throw err;
+      }
+      if (next.done) {
+        exports.delete(msg.args.export);
+        return { result: null, moved: [] };
+      }
+      const bytes = utf8.encode(next.value);
+      return { result: bytes, moved: [bytes.buffer as ArrayBuffer] };
+    }
+    case 'exportClose': {
+      const out = exports.get(msg.args.export);
+      exports.delete(msg.args.export);
+      await out?.return(undefined);
+      return { result: null, moved: [] };
+    }
   }
 }
 

@@ -8,8 +8,10 @@
 import type { Kysely, SqlBool } from 'kysely';
 import { sql } from 'kysely';
 import type pg from 'pg';
+import { type ExportItem, type ExportOptions, renderExport } from '../domain/record-export.ts';
 import type { StoredRecord } from '../domain/records.ts';
 import { type Store, openSqlite } from './db.ts';
+import { ReaderPool } from './reader-pool.ts';
 import type { RecordSearch, SearchStore } from './search-query.ts';
 import type { DB } from './tables.ts';
 
@@ -22,20 +24,26 @@ export interface Position {
   id: string;
 }
 
-/** A root record with the records below it (a session's traces and spans; a trace's spans). */
-export interface ExportItem {
-  root: StoredRecord;
-  children: StoredRecord[];
-}
-
 /** `limit` for queries that read a selection to its end. */
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export class RecordSelection {
+  /** SQLite file stores: the threads exports are read and rendered on (null: read here). */
+  private readonly exports: ReaderPool | null;
+
+  /**
+   * `exportThreads`: on a SQLite file, at most this many export threads, started on first use (0:
+   * exports run on the main thread, as they do on PostgreSQL and in-memory SQLite).
+   */
   constructor(
     private readonly store: Store,
     private readonly search: SearchStore,
-  ) {}
+    opts: { exportThreads?: number } = {},
+  ) {
+    const threads = opts.exportThreads ?? 2;
+    const h = store.dialect === 'sqlite' ? store.sqlite! : null;
+    this.exports = h && !h.memory && threads > 0 ? new ReaderPool(h.name, threads, 'export') : null;
+  }
 
   private query(db: Kysely<DB>, s: Selection, limit = NO_LIMIT) {
     return this.search.pageQuery(db, { ...s, offset: 0, limit });
@@ -84,64 +92,74 @@ export class RecordSelection {
       yield* this.streamPg(compiled.sql, compiled.parameters as unknown[], nest, chunk);
       return;
     }
-    yield* this.streamSqlite(compiled.sql, compiled.parameters as unknown[], nest, chunk);
+    yield* sqliteExport({
+      file: this.store.sqlite!.name,
+      text: compiled.sql,
+      params: compiled.parameters as unknown[],
+      nest,
+      chunk,
+    });
   }
 
   /**
-   * SQLite: roots through a statement iterator on a connection of its own (a WAL reader: ingestion goes
-   * on meanwhile), children through a second one (an open iterator keeps its connection busy), whose
-   * read transaction starts right after the first's.
+   * The selection exported as text (domain/record-export.ts), a chunk of `chunk` roots at a time as
+   * the consumer asks for it. On a SQLite file the reading and the rendering run on an export thread
+   * (the main thread only passes the chunks on, already UTF-8); elsewhere they run here. Either way
+   * one chunk is in flight, and the consumer's return() ends the read and closes its connections.
    */
-  private async *streamSqlite(
-    text: string,
-    params: unknown[],
+  async *exportText(
+    s: Selection,
     nest: 'session' | 'trace' | null,
-    chunk: number,
-  ): AsyncGenerator<ExportItem[]> {
-    const file = this.store.sqlite!.name;
-    const roots = openSqlite(file);
-    const side = openSqlite(file);
-    const r = roots.sqlite!;
-    const c = side.sqlite!;
-    // Each row is read once: a small page cache and no memory map keep the server's memory flat
-    // however much is exported.
-    for (const h of [r, c]) {
-      h.pragma('cache_size = -2048');
-      h.pragma('mmap_size = 0');
+    opts: ExportOptions,
+    chunk = 64,
+  ): AsyncGenerator<string | Buffer> {
+    if (!this.exports) {
+      yield* renderExport(this.stream(s, nest, chunk), opts);
+      return;
     }
-    const it = r.prepare(text).iterate(params) as IterableIterator<StoredRecord>;
-    c.exec('begin');
-    const tracesOf = c.prepare(
-      "select * from records where session_id in (select value from json_each(?)) and type = 'trace'",
-    );
-    const spansOf = c.prepare(
-      "select * from records where trace_id in (select value from json_each(?)) and type <> 'trace'",
-    );
-    const children = (ids: string[], stmt: typeof tracesOf) =>
-      ids.length ? (stmt.all(JSON.stringify(ids)) as StoredRecord[]) : [];
+    const compiled = this.query(this.store.db, s).compile();
+    const read: SqliteExport = {
+      file: this.store.sqlite!.name,
+      text: compiled.sql,
+      params: compiled.parameters as unknown[],
+      nest,
+      chunk,
+    };
+    const pool = this.exports;
+    const reader = pool.pick();
+    reader.held++;
+    // Kept by the thread from its open until its end, an error (the thread drops it then) or a close.
+    let kept = false;
+    let id = 0;
     try {
+      const opened = pool.send(reader, 'exportOpen', { read, opts });
+      ({ id } = opened);
+      kept = true;
+      await opened.answer;
       for (;;) {
-        const batch: StoredRecord[] = [];
-        while (batch.length < chunk) {
-          const next = it.next();
-          if (next.done) break;
-          batch.push(next.value);
+        let bytes: Uint8Array | null;
+        try {
+          bytes = await pool.send(reader, 'exportNext', { export: id }).answer;
+        } catch (err) {
+          kept = false;
+          throw err;
         }
-        if (!batch.length) return;
-        yield nestChildren(
-          batch,
-          nest,
-          (ids) => children(ids, tracesOf),
-          (ids) => children(ids, spansOf),
-        );
-        if (batch.length < chunk) return;
+        if (!bytes) {
+          kept = false;
+          return;
+        }
+        yield Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       }
     } finally {
-      it.return?.();
-      if (c.inTransaction) c.exec('rollback');
-      await roots.close();
-      await side.close();
+      reader.held--;
+      // A thread that has gone answers at once (reader-pool.ts), so this never waits on a dead one.
+      if (kept) await pool.send(reader, 'exportClose', { export: id }).answer.catch(() => {});
     }
+  }
+
+  /** Stops the export threads (an export under way then ends with an error). */
+  async close(): Promise<void> {
+    await this.exports?.close();
   }
 
   /** PostgreSQL: a cursor in a read-only repeatable-read transaction on one pooled connection. */
@@ -212,4 +230,65 @@ function nestChildren(
   if (nest === 'session') for (const t of traces) byRoot.get(t.session_id as string)?.push(t);
   for (const sp of spans) byRoot.get(sp[key] as string)?.push(sp);
   return roots.map((root) => ({ root, children: byRoot.get(root.id) ?? [] }));
+}
+
+/** What an export reads on SQLite: the selection's compiled query over a database file. */
+export interface SqliteExport {
+  file: string;
+  text: string;
+  params: unknown[];
+  nest: 'session' | 'trace' | null;
+  chunk: number;
+}
+
+/**
+ * SQLite: roots through a statement iterator on a connection of its own (a WAL reader: ingestion goes
+ * on meanwhile), children through a second one (an open iterator keeps its connection busy), whose
+ * read transaction starts right after the first's.
+ */
+export async function* sqliteExport(read: SqliteExport): AsyncGenerator<ExportItem[]> {
+  const { file, text, params, nest, chunk } = read;
+  const roots = openSqlite(file);
+  const side = openSqlite(file);
+  const r = roots.sqlite!;
+  const c = side.sqlite!;
+  // Each row is read once: a small page cache and no memory map keep the server's memory flat
+  // however much is exported.
+  for (const h of [r, c]) {
+    h.pragma('cache_size = -2048');
+    h.pragma('mmap_size = 0');
+  }
+  const it = r.prepare(text).iterate(params) as IterableIterator<StoredRecord>;
+  c.exec('begin');
+  const tracesOf = c.prepare(
+    "select * from records where session_id in (select value from json_each(?)) and type = 'trace'",
+  );
+  const spansOf = c.prepare(
+    "select * from records where trace_id in (select value from json_each(?)) and type <> 'trace'",
+  );
+  const children = (ids: string[], stmt: typeof tracesOf) =>
+    ids.length ? (stmt.all(JSON.stringify(ids)) as StoredRecord[]) : [];
+  try {
+    for (;;) {
+      const batch: StoredRecord[] = [];
+      while (batch.length < chunk) {
+        const next = it.next();
+        if (next.done) break;
+        batch.push(next.value);
+      }
+      if (!batch.length) return;
+      yield nestChildren(
+        batch,
+        nest,
+        (ids) => children(ids, tracesOf),
+        (ids) => children(ids, spansOf),
+      );
+      if (batch.length < chunk) return;
+    }
+  } finally {
+    it.return?.();
+    if (c.inTransaction) c.exec('rollback');
+    await roots.close();
+    await side.close();
+  }
 }

@@ -728,10 +728,10 @@ for (const store of storesUnderTest()) {
       // 16,000 spans (about 20 MB of JSON lines): more than socket buffers hold.
       await ingest(pl, body(pl.ls, dataset(100, 40)));
       const selection = (s.running.services.lifecycle as any).selection;
-      const original = selection.stream;
+      const original = selection.exportText;
       let pulled = 0;
       let finished = false;
-      selection.stream = async function* (...args: unknown[]) {
+      selection.exportText = async function* (...args: unknown[]) {
         try {
           for await (const chunk of original.apply(selection, args)) {
             pulled++;
@@ -741,6 +741,15 @@ for (const store of storesUnderTest()) {
           finished = true;
         }
       };
+      // On SQLite the read runs on an export thread: the export must be closed there too.
+      const pool = selection.exports;
+      const sent: string[] = [];
+      const send = pool?.send;
+      if (pool)
+        pool.send = (...a: any[]) => {
+          sent.push(a[1]);
+          return send.apply(pool, a);
+        };
       const address = await s.running.app.listen({ port: 0, host: '127.0.0.1' });
       try {
         const ac = new AbortController();
@@ -759,9 +768,95 @@ for (const store of storesUnderTest()) {
         assert.ok(finished, 'the read ended');
         // 16,000 spans are 250 chunks of 64: the read stopped long before.
         assert.ok(pulled < 125, `${pulled} chunks read`);
+        if (store === 'sqlite') {
+          assert.equal(sent.at(-1), 'exportClose', 'the thread-side export was closed');
+          for (const r of pool.readers) assert.equal(r.held, 0);
+        }
       } finally {
-        selection.stream = original;
+        selection.exportText = original;
+        if (pool) pool.send = send;
       }
+    });
+
+    test('export: read and rendered on an export thread, not the main thread (SQLite file)', async (t) => {
+      if (store !== 'sqlite') return t.skip('PostgreSQL reads through a cursor on the main thread');
+      const pl = await place(s, 'export-thread');
+      // 1,000 traces of 4 spans.
+      await ingest(pl, body(pl.ls, dataset(100, 10)));
+      const selection = (s.running.services.lifecycle as any).selection;
+      const mainReads = selection.stream;
+      let readHere = 0;
+      selection.stream = (...args: unknown[]) => {
+        readHere++;
+        return mainReads.apply(selection, args);
+      };
+      const exportAll = async () => {
+        const exp = await s.call('POST', `/v2/projects/${pl.project}/export_records`, {
+          log_stream_id: pl.ls,
+          root_type: 'trace',
+          export_format: 'jsonl',
+        });
+        assert.equal(exp.status, 200);
+        assert.equal(exp.text.trim().split('\n').length, 1000);
+      };
+      // The first export starts a thread (its start-up is not the export's work); the second is measured.
+      await exportAll();
+      const active = (r: any) => r.worker.performance.eventLoopUtilization().active as number;
+      const before = new Map(selection.exports.readers.map((r: any) => [r, active(r)]));
+      const idle = performance.eventLoopUtilization();
+      try {
+        await exportAll();
+      } finally {
+        selection.stream = mainReads;
+      }
+      const main = performance.eventLoopUtilization(idle);
+      assert.equal(readHere, 0, 'nothing was read on the main thread');
+      const threads = selection.exports.readers;
+      assert.ok(threads.length >= 1 && threads.length <= 2, `${threads.length} export threads`);
+      // The work was the threads': they were busier than the main thread, which only passed bytes on.
+      const worker = threads.reduce(
+        (sum: number, r: any) => sum + active(r) - ((before.get(r) as number) ?? 0),
+        0,
+      );
+      assert.ok(worker > main.active, `export threads ${worker} ms active, main ${main.active} ms`);
+      t.diagnostic(`export threads ${worker.toFixed(0)} ms active, main ${main.active.toFixed(0)} ms`);
+    });
+
+    test('export: a thread that dies mid-export ends the response with an error', async (t) => {
+      if (store !== 'sqlite') return t.skip('SQLite export threads only');
+      const pl = await place(s, 'export-dies');
+      await ingest(pl, body(pl.ls, dataset(100, 40)));
+      const selection = (s.running.services.lifecycle as any).selection;
+      const server = s.running.app.server;
+      const address = server.listening
+        ? `http://127.0.0.1:${(server.address() as { port: number }).port}`
+        : await s.running.app.listen({ port: 0, host: '127.0.0.1' });
+      const res = await fetch(`${address}/v2/projects/${pl.project}/export_records`, {
+        method: 'POST',
+        headers: { 'service-api-key': s.adminKey, 'content-type': 'application/json' },
+        body: JSON.stringify({ log_stream_id: pl.ls, root_type: 'span', export_format: 'jsonl' }),
+      });
+      assert.equal(res.status, 200);
+      const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+      await reader.read();
+      const held = selection.exports.readers.filter((r: any) => r.held > 0);
+      assert.equal(held.length, 1, 'one thread holds the export');
+      await held[0].worker.terminate();
+      const outcome = await Promise.race([
+        (async () => {
+          for (;;) if ((await reader.read()).done) return 'ended cleanly';
+        })().catch(() => 'error'),
+        new Promise((r) => setTimeout(() => r('hung'), 10_000)),
+      ]);
+      assert.equal(outcome, 'error');
+      // The next export starts a new thread.
+      const again = await s.call('POST', `/v2/projects/${pl.project}/export_records`, {
+        log_stream_id: pl.ls,
+        root_type: 'trace',
+        export_format: 'csv',
+      });
+      assert.equal(again.status, 200);
+      assert.equal(again.text.trim().split('\r\n').length, 1 + 4000);
     });
   });
 }

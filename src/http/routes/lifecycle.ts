@@ -26,7 +26,7 @@ export default async function lifecycleRoutes(app: FastifyInstance) {
   const { lifecycle, projects, runs } = app.services;
   type P = { project_id: string };
 
-  app.addHook('onClose', async () => lifecycle.close());
+  app.addHook('onClose', async () => lifecycle.closeThreads());
 
   for (const target of ['sessions', 'traces', 'spans'] as SearchTarget[]) {
     app.post<{ Params: P; Body: SearchBody }>(
@@ -75,7 +75,8 @@ export default async function lifecycleRoutes(app: FastifyInstance) {
     },
     async (req, reply) => {
       const out = await lifecycle.export(req.caller, req.params.project_id, req.body);
-      // A client that goes away destroys the stream, which ends the generator and its read.
+      // A client that goes away destroys the stream, which ends the generator and its read (closing
+      // it on its export thread).
       return reply
         .type(out.contentType)
         .header('content-disposition', `attachment; filename="${out.fileName}"`)

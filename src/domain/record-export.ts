@@ -5,11 +5,16 @@
  * output in place of the originals where the client sent them; `column_ids` keeps only those columns
  * (ids and types stay, and so does the nesting).
  */
-import { recordToApi } from '../domain/records.ts';
-import type { ExportItem } from '../store/record-selection.ts';
-import { traceTree } from './records.ts';
+import { type StoredRecord, recordToApi } from './records.ts';
+import { traceTree } from './trace-tree.ts';
 
 type Api = Record<string, any>;
+
+/** A root record with the records below it (a session's traces and spans; a trace's spans). */
+export interface ExportItem {
+  root: StoredRecord;
+  children: StoredRecord[];
+}
 
 export interface ExportOptions {
   format: 'jsonl' | 'csv';
@@ -137,4 +142,13 @@ export function exportChunk(items: readonly ExportItem[], opts: ExportOptions): 
 /** The first line of a CSV export. */
 export function csvHeader(opts: ExportOptions): string {
   return `${csvColumns(opts).map(csvField).join(',')}\r\n`;
+}
+
+/** An export's text, a chunk of items at a time (a CSV export starts with its header). */
+export async function* renderExport(
+  source: AsyncIterable<readonly ExportItem[]>,
+  opts: ExportOptions,
+): AsyncGenerator<string> {
+  if (opts.format === 'csv') yield csvHeader(opts);
+  for await (const items of source) yield exportChunk(items, opts);
 }
