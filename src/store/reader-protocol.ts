@@ -4,7 +4,7 @@
  */
 import type { ExportOptions } from '../domain/record-export.ts';
 import type { PageFormat } from '../domain/record-json.ts';
-import type { SqliteExport } from './record-selection.ts';
+import type { SqliteExport } from './export-read.ts';
 import type { RecordSearch } from './search-query.ts';
 import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
 

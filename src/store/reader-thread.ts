@@ -1,7 +1,7 @@
 /**
  * A reader thread (SQLite): its own connection to the database file answers the calls of
  * reader-protocol.ts, off the main thread where requests and ingestion run: record searches
- * (search-sqlite.ts), widget data (widget-cells-sqlite.ts) and exports (record-selection.ts
+ * (search-sqlite.ts), widget data (widget-cells-sqlite.ts) and exports (export-read.ts
  * `sqliteExport`), each loaded on its first call.
  */
 import { parentPort, workerData } from 'node:worker_threads';
@@ -78,7 +78,7 @@ async function answer(
       return { result: null, moved: [] };
     case 'exportOpen': {
       const [{ sqliteExport }, { renderExport }] = await Promise.all([
-        import('./record-selection.ts'),
+        import('./export-read.ts'),
         import('../domain/record-export.ts'),
       ]);
       exports.set(msg.id, renderExport(sqliteExport(msg.args.read), msg.args.opts));
