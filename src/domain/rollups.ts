@@ -20,6 +20,7 @@
  * group, which is not stored: it is the hour's '' rollup minus the dim's ANY_VALUE row (every record
  * that has a value), min and max aside (so keys first seen later still count right).
  */
+import { jsonObject } from './json-object.ts';
 import { type Sketch, addCode, addPairs, binCode, decodeBins, quantile, sketchPairs } from './ddsketch.ts';
 
 /** The rollups' hour (µs). Dashboards whose interval is a multiple of it read rollups. */
@@ -87,19 +88,6 @@ export const ROLLUP_RECORD_COLUMNS = [
   ...SCALAR_METRICS,
 ] as const;
 
-const parsed = (v: unknown): Record<string, unknown> | null => {
-  if (v === null || v === undefined) return null;
-  if (typeof v === 'string') {
-    try {
-      const o = JSON.parse(v);
-      return o && typeof o === 'object' && !Array.isArray(o) ? o : null;
-    } catch {
-      return null;
-    }
-  }
-  return typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-};
-
 export const hourOf = (createdAt: number) => Math.floor(createdAt / ROLLUP_BUCKET_US) * ROLLUP_BUCKET_US;
 
 /** The value of a group, as stored (JSON text). */
@@ -123,7 +111,7 @@ export function recordFacts(r: RollupRecord): {
     ['name', valueKey(r.name)],
     ['model', valueKey(r.model)],
   ];
-  const metrics = parsed(r.metrics);
+  const metrics = jsonObject(r.metrics);
   if (metrics)
     for (const k in metrics) {
       const v = metrics[k];
@@ -131,7 +119,7 @@ export function recordFacts(r: RollupRecord): {
       parts.push([`m:${k}`, v, binCode(v)]);
       dims.push([`m:${k}`, valueKey(v)]);
     }
-  const user = parsed(r.user_metadata);
+  const user = jsonObject(r.user_metadata);
   if (user)
     for (const k in user) {
       const v = user[k];
@@ -157,7 +145,7 @@ class RecordParts {
       p.scalarV.push(x);
       p.scalarCode.push(binCode(x));
     }
-    const metrics = parsed(r.metrics);
+    const metrics = jsonObject(r.metrics);
     if (metrics)
       for (const k in metrics) {
         const v = metrics[k];
@@ -616,7 +604,7 @@ export class RollupBatch {
     this.into(at, facts, sign, 'model', r.model);
     for (let i = 0; i < facts.keyed.length; i++)
       this.into(at, facts, sign, facts.keyed[i].name, facts.keyed[i].v);
-    const user = parsed(r.user_metadata);
+    const user = jsonObject(r.user_metadata);
     if (user)
       for (const k in user) {
         const v = user[k];

@@ -19,6 +19,7 @@
  * ids that are new for every request: 20 keys, 10 of them such ids, took SQLite from 5,527 to
  * 1,668 records/s and added 1.0× the JSON received on disk (bench:ingest --profile metadata).
  */
+import { jsonObject } from './json-object.ts';
 import { foldCase } from './text.ts';
 
 /** Records (consecutive rowids) per block. */
@@ -65,20 +66,6 @@ export function metaToken(key: string, value: string): string {
 
 const tokenOf = (a: number, b: number) => `m${a.toString(36)}x${b.toString(36)}`;
 
-/** The metadata of a record as stored (JSON text or parsed), as an object; null when not one. */
-function metaObject(v: unknown): Record<string, unknown> | null {
-  if (v === null || v === undefined || v === '{}') return null;
-  if (typeof v === 'string') {
-    try {
-      const o = JSON.parse(v);
-      return o && typeof o === 'object' && !Array.isArray(o) ? o : null;
-    } catch {
-      return null;
-    }
-  }
-  return typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
-}
-
 /** Groups of record types a search reads: each has blocks of its own (a search of traces reads no span's). */
 export const TEXT_GROUPS = ['session', 'trace', 'span'] as const;
 export type TextGroup = (typeof TEXT_GROUPS)[number];
@@ -119,7 +106,7 @@ export class BlockGrams {
 
   /** Adds a token per string value of a record's user metadata (JSON text or parsed). */
   addMeta(metadata: unknown): void {
-    const o = metaObject(metadata);
+    const o = jsonObject(metadata);
     if (!o) return;
     for (const k in o) {
       const v = o[k];
