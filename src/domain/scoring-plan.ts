@@ -236,6 +236,7 @@ export function pendingResultOf(t: ScoreTask, projectId: string) {
     reason: t.reason,
     info: {},
     cost: null,
+    version_id: t.versionId,
   };
 }
 

@@ -15,6 +15,10 @@
  * A kind registered `whenIdle` is claimed only when no job of the other kinds is due, one at a time:
  * work that makes more work (a batch of score tasks expanded into its tasks) waits until the work
  * it would add to is done.
+ *
+ * A kind registered with `pruneAfterMs` has its finished jobs deleted that long after they ended
+ * (score tasks: a job per record and scorer would otherwise grow the table forever); its handler's
+ * feature must then not rely on a finished job's key to keep it from running again.
  */
 import { randomUUID } from 'node:crypto';
 import type { Job, JobsRepo, NewJob } from '../store/jobs.ts';
@@ -24,6 +28,10 @@ export type JobAnswer =
   | { status: 'failed'; reason: string }
   | { status: 'retry'; reason: string; delayMs?: number }
   | { status: 'wait'; reason: string; delayMs: number };
+
+/** Finished jobs deleted per statement, and how often (by default) a process prunes. */
+const PRUNE_BATCH = 2000;
+const PRUNE_EVERY_MS = 10 * 60_000;
 
 export type JobHandler = (job: Job, signal: AbortSignal) => Promise<JobAnswer>;
 
@@ -37,6 +45,8 @@ export interface JobQueueOptions {
   retryBaseMs: number;
   /** Longest retry delay. */
   retryMaxMs?: number;
+  /** How often this process deletes the finished jobs of kinds registered with `pruneAfterMs`. */
+  pruneEveryMs?: number;
 }
 
 export interface QueueEvents {
@@ -51,6 +61,8 @@ export class JobQueue {
   readonly owner = randomUUID();
   private readonly handlers = new Map<string, JobHandler>();
   private readonly idleKinds = new Set<string>();
+  private readonly pruneAfter = new Map<string, number>();
+  private pruneTimer: NodeJS.Timeout | null = null;
   private readonly running = new Map<string, { job: Job; abort: AbortController }>();
   private timer: NodeJS.Timeout | null = null;
   private renewTimer: NodeJS.Timeout | null = null;
@@ -68,10 +80,29 @@ export class JobQueue {
   ) {}
 
   /** Registers the handler of a kind (once per kind). */
-  handle(kind: string, handler: JobHandler, opts: { whenIdle?: boolean } = {}): void {
+  handle(kind: string, handler: JobHandler, opts: { whenIdle?: boolean; pruneAfterMs?: number } = {}): void {
     if (this.handlers.has(kind)) throw new Error(`a handler for ${kind} is registered already`);
     this.handlers.set(kind, handler);
     if (opts.whenIdle) this.idleKinds.add(kind);
+    if (opts.pruneAfterMs !== undefined) this.pruneAfter.set(kind, opts.pruneAfterMs);
+  }
+
+  /**
+   * Deletes the finished jobs of the kinds registered with `pruneAfterMs` that ended longer ago than
+   * that, a batch at a time; answers how many. Any process may: a delete is the same from any.
+   */
+  async prune(batch = PRUNE_BATCH): Promise<number> {
+    let n = 0;
+    for (const [kind, afterMs] of this.pruneAfter) {
+      for (;;) {
+        const deleted = await this.repo.prune(kind, Date.now() - afterMs, batch);
+        n += deleted;
+        if (deleted < batch || this.stopped) break;
+        // Let requests (and ingestion's next group commit) in between batches.
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+    return n;
   }
 
   /** Adds jobs (idempotent by kind and key; `reset` re-runs finished ones) and wakes the worker. */
@@ -93,6 +124,13 @@ export class JobQueue {
     this.schedule(0);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(10, this.opts.leaseMs / 3));
     this.renewTimer.unref();
+    if (this.pruneAfter.size) {
+      this.pruneTimer = setInterval(
+        () => void this.prune().catch((err) => this.events.error?.(err)),
+        this.opts.pruneEveryMs ?? PRUNE_EVERY_MS,
+      );
+      this.pruneTimer.unref();
+    }
   }
 
   /** Looks for due jobs now (after an enqueue, or a paused run resumed). */
@@ -222,6 +260,7 @@ export class JobQueue {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     if (this.renewTimer) clearInterval(this.renewTimer);
+    if (this.pruneTimer) clearInterval(this.pruneTimer);
     await this.claiming;
     for (const { abort } of this.running.values()) abort.abort();
     await this.repo.releaseAll(this.owner).catch((err) => this.events.error?.(err));

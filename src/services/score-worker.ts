@@ -31,6 +31,9 @@ type Obj = Record<string, any>;
 /** How long a paused run's task waits before it is looked at again (a resume wakes it sooner). */
 const PAUSED_WAIT_MS = 60_000;
 
+/** How long a finished score job stays in the job table (its result row stays with the record). */
+const FINISHED_KEPT_MS = 3600_000;
+
 export interface ScoreWorkerOptions {
   /** A session is scored once nothing was written to it for this long. */
   quietMs: number;
@@ -50,12 +53,14 @@ export class ScoreWorker {
     private readonly opts: ScoreWorkerOptions,
     private readonly onError: (err: unknown) => void = () => {},
   ) {
-    queue.handle(SCORE_JOB, (job, signal) => this.run(job, signal));
+    // A finished task's state is its `score_results` row (written for its scorer version), which
+    // also keeps it from running again (ScoringService.writeTasks): its job is not needed after.
+    queue.handle(SCORE_JOB, (job, signal) => this.run(job, signal), { pruneAfterMs: FINISHED_KEPT_MS });
     // Ingestion's batches of tasks become tasks only when the queue has none due (job-queue.ts).
     queue.handle(
       SCORE_BATCH_JOB,
       async (job) => ({ status: 'done', result: { queued: await this.scoring.expandBatch(job) } }),
-      { whenIdle: true },
+      { whenIdle: true, pruneAfterMs: FINISHED_KEPT_MS },
     );
   }
 
@@ -79,6 +84,7 @@ export class ScoreWorker {
         {
           record_id: (job.payload as Obj).record_id as string,
           scorer_id: scorerId,
+          version_id: (job.payload as Obj).version_id as string,
           project_id: job.projectId as string,
           run_id: job.runId as string,
           ...r,

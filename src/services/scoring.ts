@@ -213,7 +213,21 @@ export class ScoringService {
     );
   }
 
-  private async writeTasks(projectId: string, tasks: ScoreTask[], reset: boolean): Promise<number> {
+  /**
+   * Queues tasks: each gets a pending result row and a job. Unless `reset` (a re-score), a task whose
+   * (record, scorer) already has a row written for its version is left alone: it ran or is running
+   * (its finished job may be pruned since, so the job's key alone cannot say so).
+   */
+  private async writeTasks(projectId: string, all: ScoreTask[], reset: boolean): Promise<number> {
+    let tasks = all;
+    if (!reset && tasks.length) {
+      const seen = new Set(
+        (await this.repo.results([...new Set(tasks.map((t) => t.recordId))])).map(
+          (r) => `${r.record_id}:${r.scorer_id}:${r.version_id}`,
+        ),
+      );
+      tasks = tasks.filter((t) => !seen.has(`${t.recordId}:${t.scorerId}:${t.versionId}`));
+    }
     const jobs = tasks.map((t) => scoreJobOf(t, projectId));
     const pending = tasks.map((t) => pendingResultOf(t, projectId));
     if (!jobs.length) return 0;

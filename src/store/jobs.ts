@@ -322,6 +322,19 @@ export class JobsRepo {
     return Number(r.n);
   }
 
+  /** Deletes up to `limit` jobs of `kind` that finished before `before` (epoch ms); answers how many. */
+  async prune(kind: string, before: number, limit: number): Promise<number> {
+    const ids = this.db
+      .selectFrom('jobs')
+      .select('id')
+      .where('kind', '=', kind)
+      .where('status', 'in', ['done', 'failed', 'cancelled'])
+      .where('finished_at', '<', us(before))
+      .limit(limit);
+    const res = await this.db.deleteFrom('jobs').where('id', 'in', ids).executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+
   /** Makes the pending jobs of a run due now (a paused run resumed). */
   async wake(runId: string, kind: string): Promise<void> {
     await this.db

@@ -53,6 +53,8 @@ export interface ResultRow {
   reason: string | null;
   info: Record<string, unknown>;
   cost: number | null;
+  /** The scorer version it was written for (null: before migration 034, or a batched task's). */
+  version_id?: string | null;
 }
 
 const scorerOf = (r: any): ScorerRow => ({
@@ -310,6 +312,7 @@ export class ScorersRepo {
                 info: eb.ref('excluded.info'),
                 cost: eb.ref('excluded.cost'),
                 updated_at: eb.ref('excluded.updated_at'),
+                version_id: eb.ref('excluded.version_id'),
               })),
         )
         .execute();
@@ -336,7 +339,7 @@ export class ScorersRepo {
     for (let i = 0; i < recordIds.length; i += 500) {
       const rows = await this.db
         .selectFrom('score_results')
-        .select(['record_id', 'scorer_id', 'status', 'reason', 'info', 'cost'])
+        .select(['record_id', 'scorer_id', 'status', 'reason', 'info', 'cost', 'version_id'])
         .where('record_id', 'in', recordIds.slice(i, i + 500))
         .execute();
       for (const r of rows)

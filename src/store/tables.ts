@@ -445,6 +445,8 @@ export interface ScoreResultsTable {
   info: unknown;
   cost: number | null;
   updated_at: number;
+  /** The scorer version it was written for (migration 034; null before). */
+  version_id: string | null;
 }
 
 /** Dashboard rollups' record counts (migration 032, domain/rollups.ts). */

@@ -174,6 +174,36 @@ for (const kind of storesUnderTest()) {
       assert.equal(job?.attempts, 1);
     });
 
+    test('finished jobs of a kind registered with pruneAfterMs are deleted after it; the rest stay', async () => {
+      const { repo, store } = await setup();
+      const q = new JobQueue(repo, { concurrency: 4, leaseMs: 5000, pollMs: 10, retryBaseMs: 1 });
+      q.handle(
+        'test.work',
+        async (job) => (job.key === 'k1' ? { status: 'failed', reason: 'no' } : { status: 'done' }),
+        { pruneAfterMs: 60_000 },
+      );
+      q.handle('test.other', async () => ({ status: 'done' }));
+      q.start();
+      await q.enqueue(work(3, 0));
+      await q.enqueue([{ ...work(1, 0)[0], kind: 'test.other', key: 'kept' }]);
+      await waitFor(async () => (await repo.open(['test.work', 'test.other'])) === 0, 'the jobs to finish');
+      // Finished just now: not yet.
+      assert.equal(await q.prune(), 0);
+      // As if a minute had passed.
+      await store.db
+        .updateTable('jobs')
+        .set({ finished_at: 1 })
+        .where('finished_at', 'is not', null)
+        .execute();
+      await repo.enqueue([{ ...work(1, 0)[0], key: 'late', notBefore: Date.now() + 60_000 }]);
+      // In batches of 2: the three finished ones go, the pending one and the other kind's stay.
+      assert.equal(await q.prune(2), 3);
+      await q.stop();
+      for (const key of ['k0', 'k1', 'k2']) assert.equal(await repo.byKey('test.work', key), null);
+      assert.equal((await repo.byKey('test.work', 'late'))?.status, 'pending');
+      assert.equal((await repo.byKey('test.other', 'kept'))?.status, 'done');
+    });
+
     test('a kind registered whenIdle runs only while no other job is due, one at a time', async () => {
       const { repo } = await setup();
       const q = new JobQueue(repo, { concurrency: 4, leaseMs: 5000, pollMs: 10, retryBaseMs: 1 });

@@ -15,6 +15,7 @@ import { startServices } from '../../src/server.ts';
 import { JobQueue } from '../../src/services/job-queue.ts';
 import { ScoreWorker } from '../../src/services/score-worker.ts';
 import { JobsRepo } from '../../src/store/jobs.ts';
+import { SCORE_BATCH_JOB, SCORE_JOB } from '../../src/domain/scoring-plan.ts';
 import { ScorersRepo } from '../../src/store/scorers.ts';
 import { RunsRepo } from '../../src/store/runs.ts';
 import { type FakeProvider, startFakeProvider } from '../helpers/fake-provider.ts';
@@ -139,6 +140,15 @@ for (const store of storesUnderTest()) {
               `not settled: ${JSON.stringify(span.metric_info)} ${JSON.stringify(span.metrics)}`,
           );
         }
+        await new Promise((r) => setTimeout(r, 25));
+      }
+    }
+
+    /** Waits until no score task or batch is pending or running. */
+    async function waitIdle(repo: JobsRepo, ms = 8000) {
+      const until = Date.now() + ms;
+      while ((await repo.open([SCORE_JOB, SCORE_BATCH_JOB])) > 0) {
+        assert.ok(Date.now() < until, 'the score queue did not drain');
         await new Promise((r) => setTimeout(r, 25));
       }
     }
@@ -282,6 +292,40 @@ for (const store of storesUnderTest()) {
       await new RunsRepo(db, s.running.services.store.dialect).delete(ls);
       assert.deepEqual(await results(), []);
       assert.equal((await db.selectFrom('jobs').select('id').where('run_id', '=', ls).execute()).length, 0);
+    });
+
+    test("a finished task's job is pruned; its record written again is not judged again, a recompute is", async () => {
+      const j = await judge('pruned', {
+        output_type: 'boolean',
+        num_judges: 1,
+        chain_poll_template: { template: '{{output}} [[true]]' },
+      });
+      const ls = await stream([j]);
+      const sv = s.running.services;
+      const repo = new JobsRepo(sv.store.db, sv.store.dialect);
+      const trace = { id: crypto.randomUUID(), name: 'chat', input: 'Q', output: 'Paris' };
+      const span = { id: crypto.randomUUID(), type: 'llm', name: 'model', input: 'Q', output: 'Paris' };
+      const log = () =>
+        ok('POST', proj('/traces'), { log_stream_id: ls, traces: [{ ...trace, spans: [span] }] });
+      await log();
+      await settled(span.id, [j.name]);
+      const calls = fake.requests.length;
+      // As if an hour had passed: the finished task and its batch are pruned.
+      await sv.store.db.updateTable('jobs').set({ finished_at: 1 }).where('run_id', '=', ls).execute();
+      assert.ok((await sv.jobs.prune()) >= 2);
+      assert.equal(
+        (await sv.store.db.selectFrom('jobs').select('id').where('run_id', '=', ls).execute()).length,
+        0,
+      );
+      // Written again: its batch is expanded into no task, the judge is not called.
+      await log();
+      await waitIdle(repo);
+      assert.equal(fake.requests.length, calls);
+      assert.equal((await ok('GET', proj(`/spans/${span.id}`))).metric_info[j.name].status_type, 'success');
+      // A recompute re-scores it.
+      await ok('POST', proj('/recompute_metrics'), { log_stream_id: ls, scorer_ids: [j.id] });
+      await waitIdle(repo);
+      assert.equal(fake.requests.length, calls + 1);
     });
 
     test('provider errors are retried, then the score lands', async () => {

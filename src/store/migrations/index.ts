@@ -29,6 +29,7 @@ import * as experiments from './029_experiments.ts';
 import * as signalCostOrder from './031_signal_cost_order.ts';
 import * as rollups from './032_rollups.ts';
 import * as metadataInTextBlocks from './033_metadata_in_text_blocks.ts';
+import * as scoreResultVersions from './034_score_result_versions.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -62,4 +63,5 @@ export const migrations: Record<string, Migration> = {
   '031_signal_cost_order': signalCostOrder,
   '032_rollups': rollups,
   '033_metadata_in_text_blocks': metadataInTextBlocks,
+  '034_score_result_versions': scoreResultVersions,
 };
