@@ -141,7 +141,7 @@ async function generate() {
   const project = await call('/v2/projects', { name: 'bench-signals' });
   const ls = await call(`/v2/projects/${project.id}/log_streams`, { name: 'bench' });
   // The run scores its traces with `correctness` (scores are the records' metrics/<scorer name>).
-  await new ScorersRepo(store.db).saveSettings(
+  await new ScorersRepo(store.db, store.dialect).saveSettings(
     {
       run_id: ls.id,
       project_id: project.id,

@@ -292,3 +292,12 @@ export function tasksOfBatch(payload: ScoreBatch, runId: string, reason: string)
     })),
   );
 }
+
+/**
+ * What a run's status route counts of its inline scorers (rules, bleu, rouge): its records per type
+ * and, per scorer name, the records holding a number under that name in their metrics.
+ */
+export interface InlineTallies {
+  types: Map<string, number>;
+  scored: Map<string, number>;
+}

@@ -175,9 +175,10 @@ export function createServices(
     usersRepo,
     keyring,
   );
-  const scorersRepo = new ScorersRepo(store.db);
+  const scorersRepo = new ScorersRepo(store.db, store.dialect);
   const scorers = new ScorersService(scorersRepo);
-  const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs, integrations);
+  const rollups = new RollupsRepo(store);
+  const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs, integrations, rollups);
   jobs.pausedRuns = () => scoring.pausedRuns();
   const ingest = new IngestService(
     projects,
@@ -230,7 +231,6 @@ export function createServices(
   );
   const dashboardColumns = new DashboardColumns(read.catalogue, annotations);
   const dashboards = new DashboardsService(dashboardsRepo, dashboardAccess, dashboardColumns);
-  const rollups = new RollupsRepo(store);
   const widgetData = new WidgetDataService(
     dashboardsRepo,
     dashboardAccess,

@@ -17,6 +17,7 @@ import { encodeIo } from '../domain/records.ts';
 import type { ActiveScorer, RunScoring, SegmentFilter } from '../domain/scorer-types.ts';
 import {
   SCORE_JOB,
+  type InlineTallies,
   type ScoreBatch,
   type ScoreTask,
   type ScoreView,
@@ -31,6 +32,7 @@ import {
 import { DAY_US } from '../domain/ingest-plan.ts';
 import { nowUs, parseTimestamp } from '../domain/time.ts';
 import type { Job } from '../store/jobs.ts';
+import type { RollupsRepo } from '../store/rollups.ts';
 import type { ResultRow, ScorersRepo } from '../store/scorers.ts';
 import type { Caller } from './auth.ts';
 import type { IntegrationsService } from './integrations.ts';
@@ -57,6 +59,7 @@ export class ScoringService {
     private readonly projects: ProjectsService,
     private readonly queue: JobQueue,
     private readonly integrations: Pick<IntegrationsService, 'canSee' | 'defaultFor'>,
+    private readonly rollups: Pick<RollupsRepo, 'inlineTallies'> | null = null,
   ) {}
 
   // ---- settings ------------------------------------------------------------------------------
@@ -362,6 +365,13 @@ export class ScoringService {
     }
     const runs = await this.forProject(run.project_id);
     const active = runs.get(run.id)?.scorers ?? [];
+    const inline = active.filter((s) => s.kind !== 'llm');
+    const tallies = inline.length
+      ? await this.inlineTallies(
+          run.id,
+          inline.map((s) => s.name),
+        )
+      : null;
     const scorers = [];
     for (const c of settings?.scorers ?? []) {
       const a = active.find((s) => s.id === c.id);
@@ -370,18 +380,12 @@ export class ScoringService {
         id: c.id as string,
         name: (c.name as string) ?? '',
         kind: a ? a.kind : 'missing',
-        counts: a
-          ? rows.map((x) => ({ status: x.status, reason: x.reason, count: x.n }))
-          : [{ status: 'not_computed', reason: 'the scorer or its version was deleted', count: 0 }],
+        counts: !a
+          ? [{ status: 'not_computed', reason: 'the scorer or its version was deleted', count: 0 }]
+          : a.kind !== 'llm' && tallies
+            ? inlineCounts(a, tallies)
+            : rows.map((x) => ({ status: x.status, reason: x.reason, count: x.n })),
       });
-      if (a && a.kind !== 'llm' && !rows.length) {
-        const last = scorers[scorers.length - 1];
-        last.counts.push({
-          status: 'success',
-          reason: 'computed as records arrive (rule scorers never queue)',
-          count: 0,
-        });
-      }
     }
     const dayStart = Math.floor(nowUs() / DAY_US) * DAY_US;
     return {
@@ -390,6 +394,11 @@ export class ScoringService {
       spend_today: await this.repo.spendSince(run.id, dayStart),
       scorers,
     };
+  }
+
+  /** The inline scorers' tallies: from the dashboard rollups where they can answer, else the records. */
+  private async inlineTallies(runId: string, names: string[]): Promise<InlineTallies> {
+    return (await this.rollups?.inlineTallies(runId, names)) ?? this.repo.inlineTallies(runId, names);
   }
 
   /** Pauses a run's LLM scorers (a credential or billing error): its tasks are not claimed. */
@@ -455,6 +464,27 @@ function infoOf(
   if (r.status === 'pending' || r.status === 'computing')
     return { status_type: r.status, message: sc.pausedReason ? waitReason(sc.pausedReason) : r.reason };
   return { status_type: r.status, message: r.reason };
+}
+
+/**
+ * An inline scorer's status counts: its records with a score, and those of its node types without
+ * one (each record's `metric_info` says which reason is its own).
+ */
+function inlineCounts(s: ActiveScorer, t: InlineTallies) {
+  const scored = t.scored.get(s.name) ?? 0;
+  let eligible = 0;
+  for (const type of s.nodeTypes) eligible += t.types.get(type) ?? 0;
+  const out = [
+    { status: 'success', reason: 'scored as the record was written (or recomputed)', count: scored },
+  ];
+  if (eligible > scored)
+    out.push({
+      status: 'not_computed',
+      reason:
+        'no score: filtered or sampled out, not applicable (a missing field or ground truth), or written before the scorer was enabled',
+      count: eligible - scored,
+    });
+  return out;
 }
 
 function display(v: number): string {

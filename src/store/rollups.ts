@@ -26,9 +26,11 @@ import {
   groupCounts,
   isScalarMetric,
   joinBins,
+  keptKey,
   scalarColumns,
   subtractive,
 } from '../domain/rollups.ts';
+import type { InlineTallies } from '../domain/scoring-plan.ts';
 import type { Store } from './db.ts';
 import type { DB } from './tables.ts';
 
@@ -570,6 +572,50 @@ export class RollupsRepo {
       await this.writeBatch(trx, batch);
       return n;
     });
+  }
+
+  /**
+   * A run's inline scorer tallies (domain/scoring-plan.ts) from its rollups, its deltas folded first:
+   * the type dim's counts and each name's metric column's value count over every hour (counts stay
+   * exact in dirty hours). Null when the rollups cannot answer: the run has records from before they
+   * were kept (or they are off), or a name is too long to be kept.
+   */
+  async inlineTallies(runId: string, names: string[]): Promise<InlineTallies | null> {
+    if (!names.every((n) => keptKey(`m:${n}`))) return null;
+    await this.fold({ runId });
+    const gap = await this.db
+      .selectFrom('rollup_gaps')
+      .select('run_id')
+      .where('run_id', '=', runId)
+      .executeTakeFirst();
+    if (gap) return null;
+    const types = new Map<string, number>();
+    const counts = await this.db
+      .selectFrom('rollup_counts')
+      .select(['value', sql<number | string>`sum(n)`.as('n')])
+      .where('run_id', '=', runId)
+      .where('dim', '=', 'type')
+      .groupBy('value')
+      .execute();
+    for (const r of counts) types.set(JSON.parse(r.value), Number(r.n));
+    const scored = new Map<string, number>();
+    if (names.length) {
+      const rows = await this.db
+        .selectFrom('rollups')
+        .select(['col', sql<number | string>`sum(c)`.as('c')])
+        .where('run_id', '=', runId)
+        .where('dim', '=', '')
+        .where('value', '=', 'null')
+        .where(
+          'col',
+          'in',
+          names.map((n) => `m:${n}`),
+        )
+        .groupBy('col')
+        .execute();
+      for (const r of rows) scored.set(r.col.slice(2), Number(r.c));
+    }
+    return { types, scored };
   }
 
   /**

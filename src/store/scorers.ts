@@ -1,9 +1,10 @@
 /**
  * Scorers, their immutable versions, runs' scorer settings and score results (migration 023).
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { newId } from '../domain/ids.ts';
-import { SCORE_BATCH_JOB, type ScoreBatch, batchPairs } from '../domain/scoring-plan.ts';
+import { type InlineTallies, SCORE_BATCH_JOB, type ScoreBatch, batchPairs } from '../domain/scoring-plan.ts';
+import type { Dialect } from '../query/sql-dialect.ts';
 import { toRow } from '../domain/ingest-plan.ts';
 import type { RecordRow, StoredRecord } from '../domain/records.ts';
 import { parseJson, toJson } from './db.ts';
@@ -73,7 +74,10 @@ const versionOf = (r: any): VersionRow => ({
 });
 
 export class ScorersRepo {
-  constructor(private readonly db: Kysely<DB>) {}
+  constructor(
+    private readonly db: Kysely<DB>,
+    private readonly dialect: Dialect,
+  ) {}
 
   async create(s: Omit<ScorerRow, 'id' | 'created_at' | 'updated_at' | 'default_version_id'>, now: number) {
     const id = newId();
@@ -406,6 +410,36 @@ export class ScorersRepo {
       .groupBy(['scorer_id', 'status', 'reason'])
       .execute();
     return rows.map((r) => ({ ...r, n: Number(r.n), cost: r.cost === null ? 0 : Number(r.cost) }));
+  }
+
+  /**
+   * A run's inline scorer tallies read from its records (when the dashboard rollups cannot answer):
+   * an index count per type, and one pass over the run's metrics for the names.
+   */
+  async inlineTallies(runId: string, names: string[]): Promise<InlineTallies> {
+    const types = new Map<string, number>();
+    const rows = await this.db
+      .selectFrom('records')
+      .select(['type', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('run_id', '=', runId)
+      .groupBy('type')
+      .execute();
+    for (const r of rows) types.set(r.type, Number(r.n));
+    const scored = new Map<string, number>();
+    if (names.length) {
+      const q =
+        this.dialect === 'postgres'
+          ? sql<{ key: string; n: string }>`select j.key, count(*) as n
+              from records r cross join lateral jsonb_each(r.metrics) j
+              where r.run_id = ${runId} and j.key in (${sql.join(names)}) and jsonb_typeof(j.value) = 'number'
+              group by j.key`
+          : sql<{ key: string; n: number }>`select j.key, count(*) as n
+              from records r, json_each(r.metrics) j
+              where r.run_id = ${runId} and j.key in (${sql.join(names)}) and j.type in ('integer', 'real')
+              group by j.key`;
+      for (const r of (await q.execute(this.db)).rows) scored.set(r.key, Number(r.n));
+    }
+    return { types, scored };
   }
 
   /** Spend of a run's scores since `since` (µs). */

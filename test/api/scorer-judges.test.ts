@@ -453,10 +453,17 @@ for (const store of storesUnderTest()) {
         retryBaseMs: sv.config.jobRetryBaseMs,
       });
       queue.pausedRuns = () => sv.scoring.pausedRuns();
-      new ScoreWorker(new ScorersRepo(sv.store.db), sv.scoring, sv.judges, sv.ingest, queue, {
-        quietMs: 0,
-        resumeCheckMs: 1000,
-      });
+      new ScoreWorker(
+        new ScorersRepo(sv.store.db, sv.store.dialect),
+        sv.scoring,
+        sv.judges,
+        sv.ingest,
+        queue,
+        {
+          quietMs: 0,
+          resumeCheckMs: 1000,
+        },
+      );
       queue.start();
       try {
         for (const id of more) assert.equal((await settled(id, [j.name], ['success'])).metrics[j.name], 1);

@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { PRESETS } from '../../src/domain/scorer-presets.ts';
+import { RollupsRepo } from '../../src/store/rollups.ts';
+import { ScorersRepo } from '../../src/store/scorers.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 
 type Json = Record<string, any>;
@@ -37,6 +39,16 @@ for (const store of storesUnderTest()) {
       ...extra,
     });
     const traceById = (id: string) => ok('GET', proj(`/traces/${id}`));
+    /** An inline scorer's status counts by state; checks the records agree with the rollups on them. */
+    const inlineStatus = async (ls: string, name: string) => {
+      const status = await ok('GET', proj(`/runs/${ls}/scorer-settings/status`));
+      const counts = status.scorers.find((x: Json) => x.name === name).counts;
+      const store = s.running.services.store;
+      const fromRollups = await new RollupsRepo(store).inlineTallies(ls, [name]);
+      assert.ok(fromRollups, 'the rollups answer');
+      assert.deepEqual(await new ScorersRepo(store.db, store.dialect).inlineTallies(ls, [name]), fromRollups);
+      return Object.fromEntries(counts.map((c: Json) => [c.status, c.count]));
+    };
 
     before(async () => {
       s = await startTestServer(store, { SPANBASE_JOB_POLL_MS: '20', SPANBASE_JOB_RETRY_BASE_MS: '1' });
@@ -317,6 +329,10 @@ for (const store of storesUnderTest()) {
       assert.equal(filtered.length, 10);
       assert.equal(sampled.length + scored.length, 30);
       assert.ok(sampled.length > 0 && scored.length > 0);
+      assert.deepEqual(await inlineStatus(ls, 'has_four_sampled'), {
+        success: scored.length,
+        not_computed: 40 - scored.length,
+      });
       // The segment keeps its rate when a later save leaves segment_filters out.
       const again = await ok('PATCH', url, {
         scorers: [{ id: has4, scorer_type: 'rule', scoreable_node_types: ['trace'] }],
@@ -337,6 +353,7 @@ for (const store of storesUnderTest()) {
       });
       const before = await traceById(ids[1]);
       assert.equal(before.metrics.later_rule, undefined);
+      assert.deepEqual(await inlineStatus(ls, 'later_rule'), { success: 0, not_computed: 12 });
       assert.match(before.metric_info.later_rule.message, /recompute/);
       await fail(422, 'POST', proj('/recompute_metrics'), {
         log_stream_id: ls,
@@ -366,6 +383,7 @@ for (const store of storesUnderTest()) {
       assert.equal(done.records_changed, 6);
       assert.equal((await traceById(ids[1])).metrics.later_rule, 1);
       assert.equal((await traceById(ids[0])).metrics.later_rule, undefined);
+      assert.deepEqual(await inlineStatus(ls, 'later_rule'), { success: 6, not_computed: 6 });
       // Without scorer_ids the route still reprices costs.
       const priced = await ok('POST', proj('/recompute-metrics'), { log_stream_id: ls });
       assert.equal(typeof priced.records_scanned, 'number');

@@ -242,7 +242,7 @@ for (const store of storesUnderTest()) {
 
     test("low scores of the run's scorers are selected and reported: a failed boolean, a number below the threshold", async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
-      await new ScorersRepo(services().store.db).saveSettings(
+      await new ScorersRepo(services().store.db, services().store.dialect).saveSettings(
         {
           run_id: logStreamId,
           project_id: projectId,

@@ -158,6 +158,12 @@ for (const store of storesUnderTest()) {
       const judged = page.locator('[data-status-scorer="city_judge"]');
       await textMatches(page, '[data-status-scorer="city_judge"]', /success\s+\S*\s*3/);
       assert.match(await judged.innerText(), /LLM judge/);
+      // The rule scored the three traces as they were written (its node type; spans are not its).
+      await textMatches(
+        page,
+        '[data-status-scorer="mentions_paris"]',
+        /success\s+scored as the record was written.*\s3$/,
+      );
       assert.match(await page.locator('[data-status-scorer="mentions_paris"]').innerText(), /rule/);
       await page.evaluate('window.scrollTo(0, 0)');
       await screenshot(page, 'scoring-page');

@@ -306,8 +306,8 @@ function StatusView({ status }: { status: ScoringStatus }) {
         </div>
       )}
       <p className="field-hint">
-        Rule scorers are computed as records arrive, in the record's <code>metrics</code>: they are not
-        queued, so they are not counted here.
+        Rule scorers are computed as records arrive, in the record's <code>metrics</code>. Their records
+        without a score are counted together; each record's scores say why it has none.
       </p>
     </section>
   );
