@@ -155,7 +155,12 @@ export class IngestService {
     const req = parseSessionRequest(body, query);
     const project = await this.projects.access(caller, projectId, 'editor');
     const run = await this.targetRun(projectId, req.target);
-    const { result } = await this.store.run(() => sessionFlow(req, { projectId, runId: run.id, now }));
+    // A session made empty is scored like one ingestion made (its judges wait for it to be quiet).
+    const scoring = await this.scoringOf(projectId);
+    const { result, plan } = await this.store.run(() =>
+      sessionFlow(req, { projectId, runId: run.id, now, scoring }),
+    );
+    this.afterWrite(plan);
     return {
       id: result.id,
       name: result.name,

@@ -76,8 +76,11 @@ for (const store of storesUnderTest()) {
       await ok('POST', proj(`/runs/${ls}/scorer-settings`), { scorers: [{ id: sc.id, scorer_type: 'llm' }] });
       const calls = fake.requests.length;
 
-      // (A session made by POST /sessions is empty: it is scored once a trace is written into it.)
+      // A session made by POST /sessions, empty, is queued for its judge at once (not "written before
+      // the scorer was enabled"); like any session it is judged once quiet.
       const session = await ok('POST', proj('/sessions'), { log_stream_id: ls, name: 'refund chat' });
+      const made = (await ok('GET', proj(`/sessions/${session.id}`))).metric_info?.[sc.name];
+      assert.equal(made?.status_type, 'pending', JSON.stringify(made));
       const turn = (input: string, output: string) =>
         ok('POST', proj('/traces'), {
           log_stream_id: ls,
