@@ -220,6 +220,8 @@ for (const store of storesUnderTest()) {
       await page.getByRole('link', { name: 'Annotation queues' }).click();
       await page.getByRole('heading', { name: 'Annotation queues' }).waitFor();
       const row = page.locator('.queue-list tbody tr').filter({ hasText: 'Support answers' });
+      // The heading shows before the list's rows have loaded.
+      await row.waitFor();
       assert.deepEqual(await row.locator('td.num').allInnerTexts(), ['3', '3', '1']);
       await screenshot(page, `${store}-queues`);
       await page.setViewportSize({ width: 420, height: 860 });
