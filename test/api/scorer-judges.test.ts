@@ -77,6 +77,14 @@ for (const store of storesUnderTest()) {
       return { id: sc.id as string, name: sc.name as string, versionId: v.id as string };
     }
 
+    /** A judge of one call whose answer is always yes. */
+    const yesJudge = (name: string) =>
+      judge(name, {
+        output_type: 'boolean',
+        num_judges: 1,
+        chain_poll_template: { template: '{{output}} [[true]]' },
+      });
+
     async function stream(scorers: { id: string }[]) {
       const ls = (await ok('POST', proj('/log_streams'), { name: `ls-${Math.random()}` })).id as string;
       await ok('POST', proj(`/runs/${ls}/scorer-settings`), {
@@ -259,11 +267,7 @@ for (const store of storesUnderTest()) {
     });
 
     test("a deleted record's score result goes with it, and a deleted log stream's results and jobs", async () => {
-      const j = await judge('deletes', {
-        output_type: 'boolean',
-        num_judges: 1,
-        chain_poll_template: { template: '{{output}} [[true]]' },
-      });
+      const j = await yesJudge('deletes');
       const ls = await stream([j]);
       const [gone, kept] = [await logSpan(ls, 'Paris gone'), await logSpan(ls, 'Paris kept')];
       for (const id of [gone, kept]) await settled(id, [j.name]);
@@ -295,11 +299,7 @@ for (const store of storesUnderTest()) {
     });
 
     test("a finished task's job is pruned; its record written again is not judged again, a recompute is", async () => {
-      const j = await judge('pruned', {
-        output_type: 'boolean',
-        num_judges: 1,
-        chain_poll_template: { template: '{{output}} [[true]]' },
-      });
+      const j = await yesJudge('pruned');
       const ls = await stream([j]);
       const sv = s.running.services;
       const repo = new JobsRepo(sv.store.db, sv.store.dialect);
@@ -329,11 +329,7 @@ for (const store of storesUnderTest()) {
     });
 
     test('provider errors are retried, then the score lands', async () => {
-      const j = await judge('retry', {
-        output_type: 'boolean',
-        num_judges: 1,
-        chain_poll_template: { template: '{{output}} [[true]]' },
-      });
+      const j = await yesJudge('retry');
       const ls = await stream([j]);
       const before = fake.requests.length;
       // Two 500s exhaust the model-call module's two attempts (the task retries); a third is retried inside.
