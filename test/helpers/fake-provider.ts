@@ -212,7 +212,18 @@ export async function startFakeProvider(
       });
       const fault = faults.shift();
       if (fault === 'hang') return; // answered never; close() ends it
-      if (provider.delayMs > 0) await new Promise((r) => setTimeout(r, provider.delayMs));
+      if (provider.delayMs > 0) {
+        // Cut short when the caller goes away or close() ends the connection: a pending timer would
+        // keep the test's process alive for the rest of a long delay.
+        await new Promise<void>((r) => {
+          const t = setTimeout(r, provider.delayMs);
+          res.on('close', () => {
+            clearTimeout(t);
+            r();
+          });
+        });
+        if (res.destroyed) return;
+      }
       if (typeof fault === 'object') {
         res.writeHead(fault.status, {
           'content-type': 'application/json',
