@@ -38,12 +38,17 @@ export interface ChildServer {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** The Node.js flags `npm start` gives the server (package.json's start script), so a bench runs it alike. */
-function startFlags(): string[] {
+/**
+ * The Node.js flags and the environment defaults (`NAME=${NAME:-value}`) `npm start` gives the server
+ * (package.json's start script), so a bench runs it alike.
+ */
+function startCommand(): { flags: string[]; env: Record<string, string> } {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
-  const m = /\bnode((?: --\S+)*) dist\/main\.js/.exec(pkg.scripts.start);
+  const m = /((?:\w+=\$\{\w+:-\S+\} )*)node((?: --\S+)*) dist\/main\.js/.exec(pkg.scripts.start);
   if (!m) throw new Error(`package.json's start script does not run dist/main.js: ${pkg.scripts.start}`);
-  return m[1].split(' ').filter(Boolean);
+  const env: Record<string, string> = {};
+  for (const [, name, value] of m[1].matchAll(/(\w+)=\$\{\w+:-(\S+)\}/g)) env[name] = value;
+  return { flags: m[2].split(' ').filter(Boolean), env };
 }
 
 export async function createPgSchema(url: string, schema: string): Promise<void> {
@@ -84,8 +89,10 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
     });
     if (build.status !== 0) throw new Error(`the build failed (${build.status})`);
   }
-  const entry = opts.built
-    ? [...startFlags(), path.join(ROOT, 'dist', 'main.js')]
+  const start = opts.built ? startCommand() : null;
+  if (start) for (const [name, value] of Object.entries(start.env)) env[name] ??= value;
+  const entry = start
+    ? [...start.flags, path.join(ROOT, 'dist', 'main.js')]
     : ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')];
   const proc = spawn(process.execPath, [...extra, ...entry], {
     cwd: ROOT,
