@@ -4,10 +4,11 @@
  *
  * - ingest rate of the stage's records over HTTP, and the searchable rate (until the text index has
  *   caught up: GET /metrics backlog 0);
- * - p50/p95 of a set of searches on sessions, traces and spans, and of a trends dashboard query
- *   with group_by;
+ * - p50/p95 of a set of searches on sessions, traces and spans, and of a trends dashboard of 4
+ *   widgets grouped by a metadata key over every record, answered from the rollups and by a scan;
  * - bytes on disk per record at rest (SQLite: every file, WALs included, after the server truncates
- *   them; PostgreSQL: the schema's tables, indexes and TOAST) and the server's peak RSS so far.
+ *   them; PostgreSQL: the schema's tables, indexes and TOAST) and the server's peak RSS in each
+ *   phase (ingesting, searching, each dashboard).
  *
  * Prints a Markdown table and writes an SVG plot of the searches' p95 and the rates against size.
  *
@@ -71,7 +72,8 @@ interface Stage {
   queries: { name: string; p50: number; p95: number }[];
   bytesPerRecord: number;
   jsonBytesPerRecord: number;
-  peakRssMb: number;
+  /** The server's peak RSS in each phase of the stage (ingest, searches, each dashboard), MB. */
+  peaksMb: Record<string, number>;
 }
 
 /** Grows the log stream by about `records` records over HTTP; answers records written and time. */
@@ -129,7 +131,13 @@ async function storeBytes(server: Server): Promise<number> {
 }
 
 /** The searches and the dashboard query, each timed ITER times after a warm-up. */
-async function measure(server: Server, projectId: string, logStreamId: string, dashboardId: string) {
+async function measure(
+  server: Server,
+  projectId: string,
+  logStreamId: string,
+  dashboardId: string,
+  peaks: Record<string, number>,
+) {
   const scope = { log_stream_id: logStreamId, limit: 50 };
   // Values that exist in the data: read from a record rather than assumed.
   const sample = await call(server, 'POST', `/v2/projects/${projectId}/traces/search`, {
@@ -183,13 +191,43 @@ async function measure(server: Server, projectId: string, logStreamId: string, d
     await time(s.name, () =>
       call(server, 'POST', `/v2/projects/${projectId}/${s.kind}/search`, { ...scope, ...s.body }),
     );
-  // Which part drives the peak: the table's figure is the process's peak so far, dashboard included.
-  console.log(`  server RSS peak after the searches ${mb(server.peakRss())}`);
-  await time('dashboard: 2 widgets, group_by model', () =>
-    call(server, 'POST', `/v2/projects/${projectId}/log_streams/${logStreamId}/trends/${dashboardId}/query`),
-  );
+  peaks.searches = server.peakRss() / 2 ** 20;
+  const trends = `/v2/projects/${projectId}/log_streams/${logStreamId}/trends`;
+  for (const [name, filterTree, by] of DASHBOARD_RUNS) {
+    const set = await call(server, 'PUT', `${trends}?trends_dashboard_id=${dashboardId}`, {
+      group_by: DASHBOARD_GROUP_BY,
+      filter_tree: filterTree,
+    });
+    if (set.status !== 200) throw new Error(`dashboard settings: ${set.status} ${JSON.stringify(set.body)}`);
+    server.resetPeak();
+    await time(name, async () => {
+      const r = await call(server, 'POST', `${trends}/${dashboardId}/query`);
+      // Each row says how it was answered: a rollup row answered by a scan would be a wrong figure.
+      if (r.status === 200 && r.body.answered_by !== by)
+        throw new Error(`${name}: answered by ${r.body.answered_by} (${r.body.fallback_reason})`);
+      return r;
+    });
+    peaks[`dashboard by ${by}`] = server.peakRss() / 2 ** 20;
+  }
   return out;
 }
+
+/** The dashboard's group: a metadata key of the traces (a handful of customers). */
+const DASHBOARD_GROUP_BY = 'user_metadata/customer';
+/** A filter every record passes: the rollups take no filters, so the same dashboard is then scanned. */
+const EVERYTHING = { filter: { column_id: 'created_at', operator: 'gte', value: '1970-01-01T00:00:00Z' } };
+/** The dashboard timed twice: from the rollups, and by a scan of every record (row name, filter, answer). */
+const DASHBOARD_RUNS: [string, object | null, 'rollup' | 'scan'][] = [
+  ['dashboard: 4 widgets, group_by customer, by rollup', null, 'rollup'],
+  ['dashboard: the same, by scan', EVERYTHING, 'scan'],
+];
+/** The dashboard's widgets: Count, Average, P95 and Sum (those of bench:dashboards). */
+const WIDGETS = [
+  { name: 'Requests', type: 'line_chart', metric: 'id', aggregation: 'Count' },
+  { name: 'Mean latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'Average' },
+  { name: 'p95 latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'P95' },
+  { name: 'Tokens', type: 'bar_chart', metric: 'num_total_tokens', aggregation: 'Sum' },
+];
 
 function table(stages: Stage[]): string {
   const head = stages.map((s) => `${(s.records / 1e6).toFixed(s.records < 1e6 ? 2 : 0)}M records`);
@@ -205,8 +243,11 @@ function table(stages: Stage[]): string {
     );
   lines.push(
     `| disk per record (JSON received per record) | ${stages.map((s) => `${Math.round(s.bytesPerRecord)} B (${Math.round(s.jsonBytesPerRecord)} B)`).join(' | ')} |`,
-    `| peak RSS so far | ${stages.map((s) => `${Math.round(s.peakRssMb)} MB`).join(' | ')} |`,
   );
+  for (const phase of Object.keys(stages[0].peaksMb))
+    lines.push(
+      `| server's peak RSS, ${phase} | ${stages.map((s) => `${Math.round(s.peaksMb[phase])} MB`).join(' | ')} |`,
+    );
   return lines.join('\n');
 }
 
@@ -351,13 +392,9 @@ async function main() {
       start_time: Date.UTC(2024, 4, 1) / 1000,
       end_time: Date.UTC(2024, 4, 1) / 1000 + 200 * 86_400,
       interval_mins: 1440,
-      group_by: 'model',
     });
     if (dash.status !== 200) throw new Error(`dashboard: ${dash.status} ${JSON.stringify(dash.body)}`);
-    for (const w of [
-      { name: 'p95 latency', type: 'line_chart', metric: 'duration_ns', aggregation: 'P95' },
-      { name: 'Input tokens', type: 'number', metric: 'num_input_tokens', aggregation: 'Sum' },
-    ]) {
+    for (const w of WIDGETS) {
       const r = await call(
         server,
         'POST',
@@ -371,12 +408,19 @@ async function main() {
     let jsonBytes = 0;
     for (const size of SIZES) {
       console.log(`growing to ${size.toLocaleString('en')} records (${STORE})`);
+      // Each phase's own peak (not the process's so far): the memory target holds in every phase.
+      server.resetPeak();
       const g = await grow(server, projectId, logStreamId, size - total, gen);
       total += g.written;
       jsonBytes += g.bytes;
-      console.log(`  server RSS peak after ingesting ${mb(server.peakRss())}`);
-      const queries = await measure(server, projectId, logStreamId, dash.body.id);
-      console.log(`  server RSS peak after the dashboard ${mb(server.peakRss())}`);
+      const peaksMb: Record<string, number> = { ingesting: server.peakRss() / 2 ** 20 };
+      server.resetPeak();
+      const queries = await measure(server, projectId, logStreamId, dash.body.id, peaksMb);
+      console.log(
+        `  peak RSS by phase: ${Object.entries(peaksMb)
+          .map(([k, v]) => `${k} ${v.toFixed(0)} MB`)
+          .join(' · ')}`,
+      );
       const disk = await storeBytes(server);
       const stage: Stage = {
         records: total,
@@ -385,7 +429,7 @@ async function main() {
         queries,
         bytesPerRecord: disk / total,
         jsonBytesPerRecord: jsonBytes / total,
-        peakRssMb: server.peakRss() / 2 ** 20,
+        peaksMb,
       };
       stages.push(stage);
       console.log(table(stages));

@@ -80,9 +80,6 @@ function peakMb(server: ChildServer): number {
   const status = fs.readFileSync(`/proc/${server.proc.pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
 }
-function resetPeak(server: ChildServer) {
-  fs.writeFileSync(`/proc/${server.proc.pid}/clear_refs`, '5');
-}
 
 class Bench {
   readonly post: ReturnType<typeof poster>;
@@ -247,7 +244,7 @@ class Bench {
 
 /** Runs `work` (looped by `clients` until the deadline) and answers the phase's peak RSS. */
 async function phase(b: Bench, name: string, clients: number, work: (i: number) => Promise<unknown>) {
-  resetPeak(b.server);
+  b.server.resetPeak();
   const deadline = Date.now() + PHASE_MS;
   let n = 0;
   const t0 = performance.now();
@@ -292,7 +289,7 @@ try {
   console.log(`  idle: RSS ${rssNow(server).rss.toFixed(0)} MB`);
 
   // 1. Ingesting.
-  resetPeak(server);
+  server.resetPeak();
   const t0 = performance.now();
   const grown = await b.grow(RECORDS);
   const growPeak = peakMb(server);
@@ -351,7 +348,7 @@ try {
       { id: judge.id, scorer_type: 'llm', scoreable_node_types: ['trace'] },
     ],
   });
-  resetPeak(server);
+  server.resetPeak();
   const tr = performance.now();
   // Through node:http, which has no time limit: over millions of records this one request runs for
   // minutes (fetch gives up waiting for the answer's headers after 300 s).
@@ -423,7 +420,7 @@ try {
     console.log(
       `  soak: everything at once for ${SOAK_MS / 1000} s (ingestion paced at ${SOAK_RATE} records/s)`,
     );
-    resetPeak(server);
+    server.resetPeak();
     const deadline = Date.now() + SOAK_MS;
     const samples: { t: number; rss: number; anon: number }[] = [];
     const s0 = Date.now();

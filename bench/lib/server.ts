@@ -31,8 +31,10 @@ export interface ChildServer {
   dataDir: string;
   /** The first admin's API key (read from the data directory). */
   key: string;
-  /** Peak resident set size of the server process so far, in bytes (Linux VmHWM). */
+  /** Peak resident set size of the server process so far (since resetPeak), in bytes (Linux VmHWM). */
   peakRss(): number;
+  /** Starts the peak over from the RSS of the moment (Linux /proc/PID/clear_refs). */
+  resetPeak(): void;
   /** CPU time the server process has used so far (user + system), in milliseconds (Linux). */
   cpuMs(): number;
   stop(signal?: NodeJS.Signals): Promise<void>;
@@ -128,6 +130,10 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
     } catch {}
     return peak;
   };
+  const resetPeak = () => {
+    fs.writeFileSync(`/proc/${proc.pid}/clear_refs`, '5');
+    peak = 0;
+  };
   const ticks = 100; // USER_HZ on Linux
   const cpuMs = () => {
     try {
@@ -144,6 +150,7 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
     dataDir,
     key,
     peakRss,
+    resetPeak,
     cpuMs,
     async stop(signal = 'SIGTERM') {
       if (proc.exitCode !== null || proc.signalCode !== null) return;
