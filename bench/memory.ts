@@ -271,7 +271,6 @@ const server = await startChildServer({
   pgSchema: SCHEMA,
   dataDir: args['data-dir'],
   env: { SPANBASE_ALLOW_PRIVATE_PROVIDERS: '1' },
-  built: true,
 });
 const b = new Bench(server);
 const results: { name: string; peak: number }[] = [];

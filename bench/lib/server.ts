@@ -18,9 +18,9 @@ export interface ServerOptions {
   databaseUrl?: string;
   env?: Record<string, string>;
   /**
-   * Run the built server as `npm start` does (dist/main.js, built first if stale) rather than the
-   * TypeScript sources under tsx, which loads tsx in every thread: about 23 MB each, which a memory
-   * figure must not count.
+   * Run the built server as `npm start` does (dist/main.js, built first if stale; the default), or
+   * with false the TypeScript sources under tsx, which loads tsx in every thread: about 23 MB each and
+   * its compiling, which a figure of the server as people run it must not count.
    */
   built?: boolean;
 }
@@ -84,14 +84,15 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
   };
   if (opts.store === 'sqlite') delete env.SPANBASE_DATABASE_URL;
   const extra = process.env.SPANBASE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  if (opts.built) {
+  const built = opts.built ?? true;
+  if (built) {
     const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js'), '--if-stale'], {
       cwd: ROOT,
       stdio: 'inherit',
     });
     if (build.status !== 0) throw new Error(`the build failed (${build.status})`);
   }
-  const start = opts.built ? startCommand() : null;
+  const start = built ? startCommand() : null;
   if (start) for (const [name, value] of Object.entries(start.env)) env[name] ??= value;
   const entry = start
     ? [...start.flags, path.join(ROOT, 'dist', 'main.js')]
