@@ -1,7 +1,7 @@
 /**
  * Trends dashboard and token-usage benchmark: 1,000,000 records (100,000 sessions of 3 traces, each
- * trace with an llm and a tool span) spread over 7 days in one log stream; a dashboard over those 7
- * days at 60-minute buckets with four widgets (Count, Average, P95, Sum) computed through the HTTP
+ * trace with an llm and a tool span) spread over 7 days (--days) in one log stream; a dashboard over those
+ * days at 60-minute buckets (--interval-mins) with four widgets (Count, Average, P95, Sum) computed through the HTTP
  * API of an in-process server (loopback, port 18300 for SQLite, 18301 for PostgreSQL), with several
  * group_by and filter settings; then the token-usage route over 10 years of day rollups (and 200
  * other log streams' rollups beside them). p50, p95, p99, and the raw cost of merely counting the
@@ -11,6 +11,7 @@
  *   npm run bench:dashboards -- --store postgres      # PostgreSQL (SPANBASE_BENCH_DATABASE_URL or the test URL)
  *   npm run bench:dashboards -- --sessions 10000      # smaller data set (records = 10 × sessions)
  *   npm run bench:dashboards -- --reuse               # keep and reuse the generated data between runs
+ *   npm run bench:dashboards -- --days 100 --interval-mins 1440   # the records over 100 days, daily buckets
  *
  * The records are written straight into the store in the shape ingestion writes (ingestion itself is
  * measured by bench:ingest).
@@ -33,6 +34,10 @@ const { values: args } = parseArgs({
     port: { type: 'string' },
     reuse: { type: 'boolean', default: false },
     'database-url': { type: 'string' },
+    /** Days the records are spread over (the dashboard covers them all). */
+    days: { type: 'string', default: '7' },
+    /** The dashboard's bucket, in minutes. */
+    'interval-mins': { type: 'string', default: '60' },
   },
 });
 const STORE = args.store === 'postgres' ? 'postgres' : 'sqlite';
@@ -44,12 +49,15 @@ const DB_URL =
   process.env.SPANBASE_BENCH_DATABASE_URL ??
   process.env.SPANBASE_TEST_DATABASE_URL ??
   'postgres://postgres@127.0.0.1:5432/test';
-const SCHEMA = `bench_dash_${SESSIONS}`;
-const DATA_DIR = path.join(os.tmpdir(), `spanbase-bench-dashboards-${STORE}-${SESSIONS}`);
+const DAYS = Number(args.days);
+const INTERVAL_MINS = Number(args['interval-mins']);
+const SUFFIX = DAYS === 7 ? '' : `_${DAYS}d`;
+const SCHEMA = `bench_dash_${SESSIONS}${SUFFIX}`;
+const DATA_DIR = path.join(os.tmpdir(), `spanbase-bench-dashboards-${STORE}-${SESSIONS}${SUFFIX}`);
 
-/** The 7 days the records cover: from 2025-03-03T00:00:00Z. */
+/** The days the records cover (--days): from 2025-03-03T00:00:00Z. */
 const T0 = Date.UTC(2025, 2, 3) / 1000;
-const SPAN = 7 * 86_400;
+const SPAN = DAYS * 86_400;
 const DAY_US = 86_400_000_000;
 
 // ---------------------------------------------------------------------------------------------
@@ -381,7 +389,7 @@ async function main() {
   };
 
   console.log(
-    `dashboards benchmark [${STORE}], ${SESSIONS * 10} records (${SESSIONS} sessions) over 7 days, port ${PORT}`,
+    `dashboards benchmark [${STORE}], ${SESSIONS * 10} records (${SESSIONS} sessions) over ${DAYS} days, port ${PORT}`,
   );
   let projectId: string;
   let runId: string;
@@ -412,7 +420,7 @@ async function main() {
     name: 'bench',
     start_time: T0,
     end_time: T0 + SPAN,
-    interval_mins: 60,
+    interval_mins: INTERVAL_MINS,
   });
   if (dash.widgets.length === 0) for (const w of WIDGETS) await call('POST', `${base}/${dash.id}/widgets`, w);
 
@@ -431,7 +439,7 @@ async function main() {
   const floor = stats(await time(ITER, raw));
 
   console.log(
-    `\n  ${'dashboard query, 4 widgets, 168 buckets'.padEnd(42)} ${'p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ groups │ p95 / count(*) p95 │ by     │ target`,
+    `\n  ${`dashboard query, 4 widgets, ${Math.ceil((DAYS * 1440) / INTERVAL_MINS)} buckets`.padEnd(42)} ${'p50'.padStart(7)} ${'p95'.padStart(7)} ${'p99'.padStart(7)} │ groups │ p95 / count(*) p95 │ by     │ target`,
   );
   const results: Row[] = [{ countRange: floor }];
   const fallbacks = new Map<string, string>();

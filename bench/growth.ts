@@ -269,7 +269,10 @@ function svg(stages: Stage[]): string {
     '#ff9da7',
     '#9c755f',
     '#bab0ac',
+    '#7f7f7f',
+    '#bcbd22',
     '#000',
+    '#d62728',
   ];
   const xs = stages.map((s) => s.records);
   const xMax = Math.max(...xs);
@@ -277,7 +280,7 @@ function svg(stages: Stage[]): string {
     ox: number,
     title: string,
     unit: string,
-    series: { name: string; ys: number[] }[],
+    series: { name: string; ys: number[]; dashed?: boolean }[],
     log: boolean,
     firstColor: number,
   ) => {
@@ -314,7 +317,7 @@ function svg(stages: Stage[]): string {
     series.forEach((s, i) => {
       const c = colors[(firstColor + i) % colors.length];
       parts.push(
-        `<polyline fill="none" stroke="${c}" stroke-width="2" points="${s.ys.map((y, j) => `${xAt(xs[j]).toFixed(1)},${yAt(y).toFixed(1)}`).join(' ')}"/>`,
+        `<polyline fill="none" stroke="${c}" stroke-width="2"${s.dashed ? ' stroke-dasharray="6 4"' : ''} points="${s.ys.map((y, j) => `${xAt(xs[j]).toFixed(1)},${yAt(y).toFixed(1)}`).join(' ')}"/>`,
         ...s.ys.map(
           (y, j) => `<circle cx="${xAt(xs[j]).toFixed(1)}" cy="${yAt(y).toFixed(1)}" r="3" fill="${c}"/>`,
         ),
@@ -339,7 +342,8 @@ function svg(stages: Stage[]): string {
     'records/s',
     [
       { name: 'ingest (HTTP)', ys: stages.map((s) => s.ingestRate) },
-      { name: 'searchable', ys: stages.map((s) => s.searchableRate) },
+      // Dashed: it often lies on the ingest rate's line.
+      { name: 'searchable', ys: stages.map((s) => s.searchableRate), dashed: true },
     ],
     false,
     stages[0].queries.length,
