@@ -159,6 +159,49 @@ interface Queued {
   reject: (err: unknown) => void;
 }
 
+/**
+ * The rows a group's plans have written so far, by id and (sessions) by run and external id: what its
+ * later flows read over the stored rows (SqliteIngest.read). Plans never change the rows they read, so
+ * a planned row is handed out as it is.
+ */
+class PlannedRows {
+  private readonly rows = new Map<string, RecordRow>();
+  private readonly sessionsByExternal = new Map<string, RecordRow>();
+
+  add(plan: Plan): void {
+    for (const rows of [plan.inserts, plan.updates])
+      for (const row of rows) {
+        this.rows.set(row.id, row);
+        if (row.type === 'session' && row.external_id !== null)
+          this.sessionsByExternal.set(`${row.run_id}\u0000${row.external_id}`, row);
+      }
+  }
+
+  /** The records of `ids`: planned ones over the stored ones. */
+  byIds(ids: string[], stored: StoredRecord[]): StoredRecord[] {
+    if (!this.rows.size) return stored;
+    const out = new Map<string, StoredRecord>();
+    for (const row of stored) out.set(row.id, row);
+    for (const id of ids) {
+      const row = this.rows.get(id);
+      if (row) out.set(id, row as unknown as StoredRecord);
+    }
+    return [...out.values()];
+  }
+
+  /** The sessions of a run with these external ids: planned ones over the stored ones. */
+  sessions(runId: string, externalIds: string[], stored: StoredRecord[]): StoredRecord[] {
+    if (!this.rows.size) return stored;
+    const out = new Map<string, StoredRecord>();
+    for (const row of stored) out.set(row.id, (this.rows.get(row.id) as unknown as StoredRecord) ?? row);
+    for (const x of externalIds) {
+      const row = this.sessionsByExternal.get(`${runId}\u0000${x}`);
+      if (row) out.set(row.id, row as unknown as StoredRecord);
+    }
+    return [...out.values()];
+  }
+}
+
 /** A failure of the writer (not a refusal of the flow): the whole group goes back. */
 class WriteFailed extends Error {
   constructor(readonly reason: unknown) {
@@ -171,8 +214,8 @@ class WriteFailed extends Error {
  * transaction (group commit) on the writer thread (sqlite-writer.ts); a refused request leaves nothing
  * and the others commit together. Answers go out only after the commit. Small requests (a session, a
  * PATCH) then cost a share of one commit instead of a commit each, and a random index page dirtied by
- * several batches is written once. The flows' planning runs here; their reads and writes run on the
- * writer's connection, inside its transaction.
+ * several batches is written once. The flows' planning runs here, their writes on the writer's
+ * connection, inside its transaction; their reads mostly on the main connection (see `read`).
  */
 class SqliteIngest implements IngestStore {
   private queue: Queued[] = [];
@@ -180,6 +223,7 @@ class SqliteIngest implements IngestStore {
   private draining: Promise<void> | null = null;
   private writerThread: SqliteWriter | null = null;
   private readonly gapsMarked = new Set<string>();
+  private readonly mainStatements = new Map<string, SQLite.Statement>();
 
   constructor(
     private readonly store: Store,
@@ -193,25 +237,43 @@ class SqliteIngest implements IngestStore {
     return this.writerThread;
   }
 
-  private async read(r: Read): Promise<StoredRecord[]> {
+  /** A statement of the main connection, prepared once. */
+  private mainStatement(sql: string): SQLite.Statement {
+    let st = this.mainStatements.get(sql);
+    if (!st) {
+      st = (this.store.sqlite as SQLite.Database).prepare(sql);
+      this.mainStatements.set(sql, st);
+    }
+    return st;
+  }
+
+  /**
+   * A read of a group's flow. Records by id and sessions by external id are read on the main
+   * connection, which sees the store as the group's transaction found it (only the writer writes
+   * records, and the group holds the main connection), with the rows of the group's earlier plans laid
+   * over them: planning a job then need not wait for the writer to finish the jobs before it, so the
+   * main thread plans while the writer writes. A page of llm spans (a cost recompute) is read on the
+   * writer, after the writes sent before it.
+   */
+  private async read(r: Read, planned: PlannedRows): Promise<StoredRecord[]> {
     try {
       if (r.op === 'llmPage') {
         return await this.writer.all(SQLITE.llmPage, [[r.runId, r.after.createdAt, r.after.id, r.limit]]);
       }
-      if (r.op === 'external') return await this.writer.all(SQLITE.byExternal, [[r.runId, r.externalId]]);
-      if (r.op === 'externals') {
-        return await this.writer.all(
-          SQLITE.byExternal,
-          r.externalIds.map((x) => [r.runId, x]),
-        );
+      if (r.op === 'external' || r.op === 'externals') {
+        const wanted = r.op === 'external' ? [r.externalId] : r.externalIds;
+        const st = this.mainStatement(SQLITE.byExternal);
+        const stored = wanted.flatMap((x) => st.all(r.runId, x) as StoredRecord[]);
+        return planned.sessions(r.runId, wanted, stored);
       }
-      const chunks: unknown[][] = [];
+      const st = this.mainStatement(SQLITE.byIds);
+      const stored: StoredRecord[] = [];
       for (let i = 0; i < r.ids.length; i += SQLITE_ID_CHUNK) {
         const chunk: unknown[] = r.ids.slice(i, i + SQLITE_ID_CHUNK);
         while (chunk.length < SQLITE_ID_CHUNK) chunk.push(null);
-        chunks.push(chunk);
+        for (const row of st.all(chunk)) stored.push(row as StoredRecord);
       }
-      return await this.writer.all(SQLITE.byIds, chunks);
+      return planned.byIds(r.ids, stored);
     } catch (err) {
       throw new WriteFailed(err);
     }
@@ -249,10 +311,10 @@ class SqliteIngest implements IngestStore {
   }
 
   /** Runs a flow's reads and planning (no writes: a refusal here leaves nothing to undo). */
-  private async plan<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+  private async plan<R>(flow: () => Flow<R>, planned: PlannedRows): Promise<FlowResult<R>> {
     const gen = flow();
     let step = gen.next();
-    while (!step.done) step = gen.next(await this.read(step.value));
+    while (!step.done) step = gen.next(await this.read(step.value, planned));
     return step.value;
   }
 
@@ -314,19 +376,24 @@ class SqliteIngest implements IngestStore {
    */
   private async writeGroup(jobs: Queued[]): Promise<void> {
     const results: ({ ok: true; value: FlowResult<unknown> } | { ok: false; err: unknown })[] = [];
+    const planned = new PlannedRows();
     try {
       this.begin();
       for (const job of jobs) {
         let res: FlowResult<unknown>;
         try {
-          res = await this.plan(job.flow);
+          res = await this.plan(job.flow, planned);
         } catch (err) {
           if (err instanceof WriteFailed) throw err.reason;
           results.push({ ok: false, err });
           continue;
         }
         this.apply(res);
+        if (res.plan) planned.add(res.plan);
         results.push({ ok: true, value: res });
+        // The reads no longer wait for the writer: let requests that arrived meanwhile be parsed
+        // between jobs, while the writer writes, rather than after the whole group's planning.
+        await new Promise(setImmediate);
       }
       const gaps = this.applyRollups(results.flatMap((r) => (r.ok ? [r.value] : [])));
       await this.writer.commit();
