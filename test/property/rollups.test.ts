@@ -69,9 +69,13 @@ const datasetArb = fc.record({
   deletes: fc.array(fc.nat(13), { maxLength: 4 }),
   groupBy: fc.constantFrom(null, 'type', 'name', 'model', 'user_metadata/tier', 'metrics/score'),
   intervalMins: fc.constantFrom(60, 120, 180),
-  /** The range: from T0 minus these seconds, for this many seconds. */
-  startBack: fc.integer({ min: 0, max: 3 * 3600 }),
-  length: fc.integer({ min: 1, max: 9 * 3600 }),
+  /**
+   * The range: from T0 minus these seconds, for this many seconds. Unbiased: fast-check's bias
+   * towards small values made tiny ranges before the records so common that in about one run in ten
+   * too few answers held a record for the check that the comparison is not vacuous.
+   */
+  startBack: fc.noBias(fc.integer({ min: 0, max: 3 * 3600 })),
+  length: fc.noBias(fc.integer({ min: 1, max: 9 * 3600 })),
   /** Widgets with Min and Max (answered only where no group holds records without its value). */
   minMax: fc.boolean(),
 });
