@@ -379,7 +379,10 @@ class SqliteIngest implements IngestStore {
     const planned = new PlannedRows();
     try {
       this.begin();
-      for (const job of jobs) {
+      for (const [i, job] of jobs.entries()) {
+        // The reads no longer wait for the writer: let requests that arrived meanwhile be parsed
+        // between jobs, while the writer writes, rather than after the whole group's planning.
+        if (i > 0) await new Promise(setImmediate);
         let res: FlowResult<unknown>;
         try {
           res = await this.plan(job.flow, planned);
@@ -391,9 +394,6 @@ class SqliteIngest implements IngestStore {
         this.apply(res);
         if (res.plan) planned.add(res.plan);
         results.push({ ok: true, value: res });
-        // The reads no longer wait for the writer: let requests that arrived meanwhile be parsed
-        // between jobs, while the writer writes, rather than after the whole group's planning.
-        await new Promise(setImmediate);
       }
       const gaps = this.applyRollups(results.flatMap((r) => (r.ok ? [r.value] : [])));
       await this.writer.commit();
