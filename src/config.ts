@@ -44,6 +44,8 @@ export interface Config {
   modelMaxResponseBytes: number;
   /** Allow provider addresses on loopback and private ranges (link-local and metadata stay refused). */
   allowPrivateProviders: boolean;
+  /** SQLite: reader threads that searches, widget data and exports share (store/reader-pool.ts). */
+  readerThreads: number;
   /** Keep the dashboard rollups at ingestion (store/rollups.ts); off: dashboards scan. */
   rollups: boolean;
   /** The job queue (services/job-queue.ts): jobs run at once per process, lease, poll and retry base. */
@@ -147,6 +149,7 @@ export function loadConfig(env: Env = process.env): Config {
     ),
     allowPrivateProviders: env.SPANBASE_ALLOW_PRIVATE_PROVIDERS === '1',
     rollups: rollups === 'on',
+    readerThreads: intVar(env, 'SPANBASE_READER_THREADS', 3, 1, 64),
     jobConcurrency: intVar(env, 'SPANBASE_JOB_CONCURRENCY', 4, 1, 256),
     scorerQuietMs: intVar(env, 'SPANBASE_SCORER_QUIET_MS', 60_000, 0, 86_400_000),
     jobLeaseMs: intVar(env, 'SPANBASE_JOB_LEASE_MS', 30_000, 50, 3_600_000),

@@ -188,13 +188,8 @@ export function createServices(
     scoring,
   );
   const deletes = new RecordDeletes(store);
-  const lifecycle = new RecordLifecycleService(
-    search,
-    projects,
-    new RecordSelection(store, read.search),
-    deletes,
-    metrics,
-  );
+  const selection = new RecordSelection(store, read.search);
+  const lifecycle = new RecordLifecycleService(search, projects, selection, deletes, metrics);
   const retention = new RetentionService(
     new RetentionRepo(store.db),
     deletes,
@@ -207,14 +202,7 @@ export function createServices(
       ? new TableStatsService(new PgTableStats(store.db), leasesOf(store.db))
       : null;
   const records = new RecordsService(projects, recordsRepo, scoring);
-  const backfill = new ScoreBackfillService(
-    search,
-    new RecordSelection(store, read.search),
-    ingest,
-    scoring,
-    projects,
-    prices,
-  );
+  const backfill = new ScoreBackfillService(search, selection, ingest, scoring, projects, prices);
   const annotationQueues = new AnnotationQueuesService(
     new AnnotationQueuesRepo(store.db, store.dialect),
     annotationsRepo,

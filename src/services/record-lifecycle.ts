@@ -162,10 +162,4 @@ export class RecordLifecycleService {
   close(): void {
     this.stopping.abort();
   }
-
-  /** Stops the export threads, once requests have drained (an export still on one ends with an error). */
-  async closeThreads(): Promise<void> {
-    this.stopping.abort();
-    await this.selection.close();
-  }
 }

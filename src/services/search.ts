@@ -188,10 +188,9 @@ export class SearchService {
     this.repo.warmReaders();
   }
 
-  /** Stops the text indexer and the reader threads. */
+  /** Stops the text indexer. */
   async close(): Promise<void> {
     await this.indexer.stop();
-    await this.repo.close();
   }
 
   /**

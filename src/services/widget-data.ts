@@ -51,11 +51,6 @@ export class WidgetDataService {
   /** Recomputes of dirty rollup hours under way, by log stream (one at a time each). */
   private readonly recomputing = new Map<string, Promise<void>>();
 
-  /** Stops the widget-data reader threads. */
-  async close(): Promise<void> {
-    await this.cells.close();
-  }
-
   /**
    * Every widget's aggregation of its metric per `interval_mins` bucket over the dashboard's range,
    * grouped by `group_by` and filtered by `filter_tree`. The body may narrow the widgets and override

@@ -22,6 +22,7 @@ import {
   startCheckpointer,
 } from './checkpointer.ts';
 import type { Dialect } from '../query/sql-dialect.ts';
+import { ReaderPool } from './reader-pool.ts';
 import type { DB } from './tables.ts';
 
 export type { Dialect };
@@ -34,6 +35,12 @@ export interface Store {
   sqlite: SQLite.Database | null;
   /** The pg pool (PostgreSQL only). */
   pool: pg.Pool | null;
+  /**
+   * The reader threads of a SQLite file (store/reader-pool.ts) that searches, widget data and exports
+   * share, so that the process's memory is bounded by one pool's size whatever runs at once; null on
+   * PostgreSQL, in-memory SQLite and the threads' own connections (reads then run on this connection).
+   */
+  readers: ReaderPool | null;
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
   /** Called once the schema is migrated: starts background work that must not race migrations. */
@@ -56,7 +63,7 @@ export function openStore(config: Config): Store {
   }
   const file = path.join(dir, 'spanbase.db');
   try {
-    return openSqlite(file, { checkpointer: true });
+    return openSqlite(file, { checkpointer: true, readers: config.readerThreads });
   } catch (err) {
     throw new Error(`cannot open the database ${file}: ${openFailure(dir, file, err)}`);
   }
@@ -125,8 +132,12 @@ export function ingestWriterPragmas(h: SQLite.Database): string[] {
 /**
  * `checkpointer`: the process's main (writer) connection, whose WAL checkpoints then run on a thread
  * of their own (store/checkpointer.ts) instead of inside the commits of requests (options: its timing).
+ * `readers`: at most this many reader threads, started on first use (0: none).
  */
-export function openSqlite(file: string, opts: { checkpointer?: boolean | CheckpointerOptions } = {}): Store {
+export function openSqlite(
+  file: string,
+  opts: { checkpointer?: boolean | CheckpointerOptions; readers?: number } = {},
+): Store {
   const checkpointerOptions = typeof opts.checkpointer === 'object' ? opts.checkpointer : {};
   const handle = new SQLite(file);
   handle.pragma('journal_mode = WAL');
@@ -154,14 +165,18 @@ export function openSqlite(file: string, opts: { checkpointer?: boolean | Checkp
     checkpointer = startCheckpointer(file, checkpointerOptions);
   };
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });
+  const readers = opts.readers && !handle.memory ? new ReaderPool(file, opts.readers) : null;
   return {
     db,
     dialect: 'sqlite',
     sqlite: handle,
     pool: null,
+    readers,
     pgSchema: null,
     migrated,
     async close() {
+      // An export still reading on a thread then ends with an error.
+      await readers?.close();
       await checkpointer?.stop();
       await db.destroy();
     },
@@ -208,6 +223,7 @@ export function openPostgres(url: string, searchPath: string | null): Store {
     dialect: 'postgres',
     sqlite: null,
     pool,
+    readers: null,
     pgSchema: searchPath,
     async close() {
       await db.destroy();

@@ -34,11 +34,9 @@ export class ReaderPool {
   private nextId = 1;
   private closed = false;
 
-  /** `name`: what the threads serve, for the error of a thread that exits. */
   constructor(
     private readonly file: string,
     readonly max: number,
-    private readonly name: string,
   ) {}
 
   /** Threads running. */
@@ -64,7 +62,7 @@ export class ReaderPool {
       reader.waiting.clear();
     };
     worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`${this.name} reader exited (${code})`)));
+    worker.on('exit', (code) => fail(new Error(`a reader thread exited (${code})`)));
     worker.unref();
     this.readers.push(reader);
     return reader;
@@ -77,7 +75,7 @@ export class ReaderPool {
 
   /** The least busy thread, started if fewer than `max` run. */
   pick(): Reader {
-    if (this.closed) throw new Error(`${this.name} readers are closed`);
+    if (this.closed) throw new Error('the reader threads are closed');
     const load = (r: Reader) => r.waiting.size + r.held;
     let reader = this.readers.find((r) => load(r) === 0);
     if (!reader && this.readers.length < this.max) reader = this.spawn();

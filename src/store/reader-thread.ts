@@ -24,10 +24,9 @@ store.sqlite!.pragma('cache_size = -16384');
 
 let search: SqliteSearch | null = null;
 let widgets: SqliteWidgetCells | null = null;
-const searchStore = async () =>
-  (search ??= new (await import('./search-sqlite.ts')).SqliteSearch(store, { readers: 0 }));
+const searchStore = async () => (search ??= new (await import('./search-sqlite.ts')).SqliteSearch(store));
 const widgetStore = async () =>
-  (widgets ??= new (await import('./widget-cells-sqlite.ts')).SqliteWidgetCells(store, { readers: 0 }));
+  (widgets ??= new (await import('./widget-cells-sqlite.ts')).SqliteWidgetCells(store));
 
 /** Grouped scans kept until the main thread takes their shown groups' cells (or drops them). */
 const kept = new Map<number, { scan: GroupScan; q: CellQuery }>();

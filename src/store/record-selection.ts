@@ -12,7 +12,7 @@ import { type ExportItem, type ExportOptions, renderExport } from '../domain/rec
 import type { StoredRecord } from '../domain/records.ts';
 import type { Store } from './db.ts';
 import { type SqliteExport, nestChildren, sqliteExport } from './export-read.ts';
-import { ReaderPool } from './reader-pool.ts';
+import type { ReaderPool } from './reader-pool.ts';
 import type { RecordSearch, SearchStore } from './search-query.ts';
 import type { DB } from './tables.ts';
 
@@ -29,21 +29,17 @@ export interface Position {
 const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export class RecordSelection {
-  /** SQLite file stores: the threads exports are read and rendered on (null: read here). */
+  /**
+   * SQLite file stores: the reader threads exports are read and rendered on (null: read here, as on
+   * PostgreSQL and in-memory SQLite).
+   */
   private readonly exports: ReaderPool | null;
 
-  /**
-   * `exportThreads`: on a SQLite file, at most this many export threads, started on first use (0:
-   * exports run on the main thread, as they do on PostgreSQL and in-memory SQLite).
-   */
   constructor(
     private readonly store: Store,
     private readonly search: SearchStore,
-    opts: { exportThreads?: number } = {},
   ) {
-    const threads = opts.exportThreads ?? 2;
-    const h = store.dialect === 'sqlite' ? store.sqlite! : null;
-    this.exports = h && !h.memory && threads > 0 ? new ReaderPool(h.name, threads, 'export') : null;
+    this.exports = store.readers;
   }
 
   private query(db: Kysely<DB>, s: Selection, limit = NO_LIMIT) {
@@ -156,11 +152,6 @@ export class RecordSelection {
       // A thread that has gone answers at once (reader-pool.ts), so this never waits on a dead one.
       if (kept) await pool.send(reader, 'exportClose', { export: id }).answer.catch(() => {});
     }
-  }
-
-  /** Stops the export threads (an export under way then ends with an error). */
-  async close(): Promise<void> {
-    await this.exports?.close();
   }
 
   /** PostgreSQL: a cursor in a read-only repeatable-read transaction on one pooled connection. */

@@ -33,8 +33,6 @@ export class PgSearch implements SearchStore {
   /** No reader threads: the pool's connections answer. */
   warmReaders(): void {}
 
-  async close(): Promise<void> {}
-
   /** The page query (without running it), given text candidates already looked up. */
   pageQuery(db: Kysely<DB>, q: RecordSearch, candidates?: TextCandidates) {
     return pageQuery(recordsFrom(db, q).selectAll('records'), q, { dialect: 'postgres', candidates });

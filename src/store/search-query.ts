@@ -51,7 +51,6 @@ export interface SearchStore {
   ): SelectQueryBuilder<DB, 'records', RecordRow>;
   /** One page of records as the search response's body, JSON UTF-8 (domain/record-json.ts pageBody). */
   searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer>;
-  close(): Promise<void>;
 }
 
 /** The background job that keeps a store's text index current from its queue. */

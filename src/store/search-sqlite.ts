@@ -13,7 +13,7 @@ import type { TextCandidates } from '../query/compile.ts';
 import type { FilterTree } from '../query/filters.ts';
 import { recordFeedback } from './annotations.ts';
 import type { Store } from './db.ts';
-import { ReaderPool } from './reader-pool.ts';
+import type { ReaderPool } from './reader-pool.ts';
 import { pageJsonStatement } from './search-json.ts';
 import {
   type QueryOptions,
@@ -27,8 +27,6 @@ import { BLOCK_ROWS } from '../domain/text-grams.ts';
 import type { DB } from './tables.ts';
 
 export interface SqliteSearchOptions {
-  /** Answer searches on up to this many reader threads (default 2; 0: on this connection). */
-  readers?: number;
   /**
    * The most text-index candidates a `contains` leaf uses as its candidate set; a term with more is
    * common enough that scanning in sort order finds a page sooner.
@@ -65,12 +63,8 @@ export class SqliteSearch implements SearchStore {
   ) {
     this.h = store.sqlite!;
     this.text = new SqliteTextCandidates(this.h, opts.candidateCap);
-    const readers = opts.readers ?? 2;
-    this.readers = readers > 0 && !this.h.memory ? new ReaderPool(this.h.name, readers, 'search') : null;
-  }
-
-  async close(): Promise<void> {
-    await this.readers?.close();
+    // Searches run on the store's reader threads; without them (the threads' own connections), here.
+    this.readers = store.readers;
   }
 
   /**

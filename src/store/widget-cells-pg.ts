@@ -22,8 +22,6 @@ export class PgWidgetCells implements WidgetCellsStore {
     private readonly text: PgTextCandidates,
   ) {}
 
-  async close(): Promise<void> {}
-
   cells(q: CellQuery, groupLimit: number): Promise<WidgetCells> {
     const needTotals = q.metrics.some((m) => m.totalPercentiles.size > 0);
     return this.store.db

@@ -19,7 +19,7 @@ import {
 import type { TextCandidates } from '../query/compile.ts';
 import { sqliteSql } from '../query/sql-sqlite.ts';
 import type { Store } from './db.ts';
-import { ReaderPool } from './reader-pool.ts';
+import type { ReaderPool } from './reader-pool.ts';
 import { SqliteTextCandidates } from './search-text.ts';
 import type { DB } from './tables.ts';
 import {
@@ -51,20 +51,10 @@ export class SqliteWidgetCells implements WidgetCellsStore {
   private readonly readers: ReaderPool | null;
   private readonly text: SqliteTextCandidates;
 
-  /** `readers`: reader threads for widget data (default 2; 0 answers on this connection). */
-  constructor(
-    private readonly store: Store,
-    opts: { readers?: number } = {},
-  ) {
-    const h = store.sqlite!;
-    this.text = new SqliteTextCandidates(h);
-    const readers = opts.readers ?? 2;
-    this.readers = readers > 0 && !h.memory ? new ReaderPool(h.name, readers, 'dashboard') : null;
-  }
-
-  /** Stops the reader threads. */
-  async close(): Promise<void> {
-    await this.readers?.close();
+  /** Widget data is read on the store's reader threads; without them (the threads' own connections), here. */
+  constructor(private readonly store: Store) {
+    this.text = new SqliteTextCandidates(store.sqlite!);
+    this.readers = store.readers;
   }
 
   async cells(q: CellQuery, groupLimit: number): Promise<WidgetCells> {

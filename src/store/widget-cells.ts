@@ -63,7 +63,6 @@ export interface WidgetCellsStore {
    * from buckets), their values per group over the whole range.
    */
   cells(q: CellQuery, groupLimit: number): Promise<WidgetCells>;
-  close(): Promise<void>;
 }
 
 /** What one thread computed: cells of some buckets, and the percentile totals when asked. */

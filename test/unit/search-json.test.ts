@@ -28,7 +28,7 @@ import { pageJsonStatement } from '../../src/store/search-json.ts';
 const store = openSqlite(':memory:');
 await migrate(store);
 const h = store.sqlite!;
-const repo = new SqliteSearch(store, { readers: 0 });
+const repo = new SqliteSearch(store);
 after(() => store.db.destroy());
 
 const insert = h.prepare(

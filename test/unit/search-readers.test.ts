@@ -6,11 +6,12 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { openSqlite } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
+import { RecordSelection } from '../../src/store/record-selection.ts';
 import { SqliteSearch } from '../../src/store/search-sqlite.ts';
 
 test('a reader thread starts ahead of the first search when there are records, not on an empty store', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-readers-'));
-  const store = openSqlite(path.join(dir, 'db.sqlite'));
+  const store = openSqlite(path.join(dir, 'db.sqlite'), { readers: 2 });
   t.after(async () => {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
@@ -18,7 +19,6 @@ test('a reader thread starts ahead of the first search when there are records, n
   await migrate(store);
 
   const empty = new SqliteSearch(store);
-  t.after(() => empty.close());
   empty.warmReaders();
   assert.equal(empty.readerThreads, 0, 'an empty store starts no reader');
 
@@ -28,8 +28,46 @@ test('a reader thread starts ahead of the first search when there are records, n
     )
     .run(randomUUID());
   const used = new SqliteSearch(store);
-  t.after(() => used.close());
   used.warmReaders();
   used.warmReaders();
   assert.equal(used.readerThreads, 1, 'one reader, started once');
+});
+
+test("searches and exports share the store's reader threads, no more than its size", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-readers-'));
+  const store = openSqlite(path.join(dir, 'db.sqlite'), { readers: 1 });
+  t.after(async () => {
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  await migrate(store);
+  const ids = [randomUUID(), randomUUID()];
+  for (const [i, id] of ids.entries())
+    store
+      .sqlite!.prepare(
+        "insert into records (id, project_id, run_id, type, created_at, updated_at) values (?, 'p', 'r', 'session', ?, ?)",
+      )
+      .run(id, i + 1, i + 1);
+  const search = new SqliteSearch(store);
+  const selection = new RecordSelection(store, search);
+  const q = { projectId: 'p', runId: 'r', types: ['session'], tree: null, sort: null };
+
+  // An export held open on the one thread, and a search beside it: both answered by that thread.
+  const exported = selection.exportText(q, null, { format: 'jsonl', columns: null, redact: false }, 1);
+  const first = await exported.next();
+  const page = JSON.parse(
+    (
+      await search.searchPage(
+        { ...q, offset: 0, limit: 10 },
+        { startingToken: 0, limit: 10, includeCounts: false },
+      )
+    ).toString(),
+  );
+  const rest: string[] = [];
+  for await (const part of exported) rest.push(part.toString());
+  assert.deepEqual(page.records.map((r: { id: string }) => r.id).sort(), [...ids].sort());
+  const lines = (first.value!.toString() + rest.join('')).trim().split('\n');
+  assert.deepEqual(lines.map((l) => JSON.parse(l).id).sort(), [...ids].sort());
+  assert.equal(store.readers!.running, 1, 'one thread for both');
+  assert.equal(search.readerThreads, 1);
 });

@@ -33,8 +33,6 @@ async function emptyBodyIsObject(req: FastifyRequest) {
 
 export default async function dashboardRoutes(app: FastifyInstance) {
   const { dashboards, widgetData } = app.services;
-  // Widget-data reader threads (SQLite) stop with the app.
-  app.addHook('onClose', async () => widgetData.close());
 
   app.put<{ Params: P; Querystring: { trends_dashboard_id?: string | null }; Body: DashboardInput }>(
     BASE,

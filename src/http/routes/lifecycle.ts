@@ -26,8 +26,6 @@ export default async function lifecycleRoutes(app: FastifyInstance) {
   const { lifecycle, projects, runs } = app.services;
   type P = { project_id: string };
 
-  app.addHook('onClose', async () => lifecycle.closeThreads());
-
   for (const target of ['sessions', 'traces', 'spans'] as SearchTarget[]) {
     app.post<{ Params: P; Body: SearchBody }>(
       `/v2/projects/:project_id/${target}/count`,

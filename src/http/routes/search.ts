@@ -24,7 +24,7 @@ export default async function searchRoutes(app: FastifyInstance) {
   const { search, scoring } = app.services;
   type P = { project_id: string };
 
-  // The trigram indexer (SQLite) runs while the app is up; reader threads stop with it.
+  // The trigram indexer (SQLite) runs while the app is up.
   app.addHook('onReady', async () => search.start());
   app.addHook('onClose', async () => search.close());
 
