@@ -48,6 +48,12 @@ const MAX_LISTED_HOURS = 4000;
  */
 const SEEK_COST_IN_ROWS = 2;
 
+/** A log stream's deltas claimed at once by a fold of its own. */
+const CLAIM_CHUNK = 100;
+
+/** Records read at once by a recompute of an hour. */
+const REWRITE_PAGE = 2000;
+
 /** More dirty hours than this in a range: the dashboard scans instead. */
 export const MAX_DIRTY_HOURS = 200;
 
@@ -652,23 +658,44 @@ export class RollupsRepo {
     await sql`vacuum rollup_deltas`.execute(this.db);
   }
 
-  /** Takes deltas off the store into `batch` (the first statement of a transaction: see recompute). */
+  /**
+   * Takes deltas off the store into `batch` (the first statement of a transaction: see recompute):
+   * all of a log stream's, `CLAIM_CHUNK` at a time (a scorer's backlog leaves thousands, tens of KB
+   * each), or else the oldest `limit`.
+   */
   private async claimDeltas(
     trx: Kysely<DB>,
     batch: RollupBatch,
     opts: { runId?: string; limit?: number },
   ): Promise<number> {
-    const claimed =
-      opts.runId !== undefined
-        ? sql<{ run_id: string; body: string }>`delete from rollup_deltas where run_id = ${opts.runId}
-            returning run_id, body`
-        : sql<{ run_id: string; body: string }>`delete from rollup_deltas where id in (
-            select id from rollup_deltas order by id limit ${opts.limit ?? 1000}
-            ${this.pg ? sql`for update skip locked` : sql``}) returning run_id, body`;
-    const { rows } = await claimed.execute(trx);
-    for (const r of rows) batch.absorbDelta(r.run_id, r.body);
-    this.foldedSinceVacuum += rows.length;
-    return rows.length;
+    const take = async (claimed: { rows: { run_id: string; body: string }[] }) => {
+      for (const r of claimed.rows) batch.absorbDelta(r.run_id, r.body);
+      this.foldedSinceVacuum += claimed.rows.length;
+      return claimed.rows.length;
+    };
+    if (opts.runId === undefined)
+      return take(
+        await sql<{ run_id: string; body: string }>`delete from rollup_deltas where id in (
+          select id from rollup_deltas order by id limit ${opts.limit ?? 1000}
+          ${this.pg ? sql`for update skip locked` : sql``}) returning run_id, body`.execute(trx),
+      );
+    let n = 0;
+    for (;;) {
+      const ids = await trx
+        .selectFrom('rollup_deltas')
+        .select('id')
+        .where('run_id', '=', opts.runId)
+        .orderBy('id')
+        .limit(CLAIM_CHUNK)
+        .execute();
+      if (!ids.length) return n;
+      // On PostgreSQL this waits for any a concurrent fold holds (and skips those it folded).
+      n += await take(
+        await sql<{ run_id: string; body: string }>`delete from rollup_deltas
+          where id in (${sql.join(ids.map((r) => r.id))}) returning run_id, body`.execute(trx),
+      );
+      if (ids.length < CLAIM_CHUNK) return n;
+    }
   }
 
   /** Upserts a batch's rows (adding to the stored ones). */
@@ -737,15 +764,29 @@ export class RollupsRepo {
     await trx.deleteFrom('rollup_counts').where('run_id', '=', runId).where('hour', '=', hour).execute();
     await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
     await trx.deleteFrom('rollup_scalars').where('run_id', '=', runId).where('hour', '=', hour).execute();
-    const records = await trx
-      .selectFrom('records')
-      .select([...ROLLUP_RECORD_COLUMNS])
-      .where('run_id', '=', runId)
-      .where('created_at', '>=', hour)
-      .where('created_at', '<', hour + ROLLUP_BUCKET_US)
-      .execute();
+    // The hour's records a page at a time, in (created_at, id) order: an hour may hold hundreds of
+    // thousands, and only their aggregates are kept.
+    const page = (from: { at: number; id: string } | null) =>
+      trx
+        .selectFrom('records')
+        .select([...ROLLUP_RECORD_COLUMNS, 'id'])
+        .where('run_id', '=', runId)
+        .where('created_at', '>=', hour)
+        .where('created_at', '<', hour + ROLLUP_BUCKET_US)
+        .$if(from !== null, (q) =>
+          q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(from!.at, from!.id))),
+        )
+        .orderBy('created_at')
+        .orderBy('id')
+        .limit(REWRITE_PAGE)
+        .execute();
     const batch = new RollupBatch(dims);
-    for (const r of records) batch.add(runId, r as unknown as RollupRecord);
+    for (let rows = await page(null); ; ) {
+      for (const r of rows) batch.add(runId, r as unknown as RollupRecord);
+      if (rows.length < REWRITE_PAGE) break;
+      const last = rows[rows.length - 1];
+      rows = await page({ at: Number(last.created_at), id: last.id });
+    }
     const { counts, scalars, metrics } = batch.rows();
     for (let i = 0; i < counts.length; i += 500)
       await trx

@@ -132,15 +132,16 @@ for (const store of storesUnderTest()) {
         .executeTakeFirstOrThrow();
       assert.equal(await counted(a), Number(records.n));
 
-      // A dashboard of another log stream, with the job not run: it folds that stream's deltas itself.
+      // A dashboard of another log stream, with the job not run: it folds that stream's deltas itself,
+      // more than it claims at once (100).
       const b = await mk();
-      await ingestTraces(s, projectId, b, traces(4));
-      assert.ok((await deltas(b)) >= 1);
+      for (let k = 0; k < 130; k++) await ingestTraces(s, projectId, b, traces(1));
+      assert.ok((await deltas(b)) > 100);
       const got = await (await query(b, {}, [['id', 'Count']]))();
       assert.equal(got.answered_by, 'rollup');
       const scanned = await (await query(b, { filter_tree: EVERYTHING }, [['id', 'Count']]))();
       assert.equal(got.widgets[0].series[0].total, scanned.widgets[0].series[0].total);
-      assert.ok(got.widgets[0].series[0].total >= 4);
+      assert.ok(got.widgets[0].series[0].total >= 130);
       assert.equal(await deltas(b), 0);
     });
 
@@ -338,6 +339,39 @@ for (const store of storesUnderTest()) {
       await s.running.services.widgetData.settled();
       await s.running.services.widgetData.recomputeAll(ls);
       await same('after the recompute of changed hours');
+    });
+
+    test('an hour of more records than a recompute reads at once is recomputed whole', async () => {
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `big-${randomUUID()}` })
+      ).body.id;
+      // 4,500 traces in one hour on 7 instants: the pages of 2,000 split records of one instant.
+      const traces = Array.from({ length: 4500 }, (_, i) => ({
+        name: i % 2 ? 'a' : 'b',
+        created_at: iso(T0 + (i % 7) * 1e6),
+        metrics: { duration_ns: 1000 + i },
+        spans: [],
+      }));
+      await ingestTraces(s, projectId, ls, traces);
+      const widgets: [string, string][] = [
+        ['id', 'Count'],
+        ['duration_ns', 'Sum'],
+      ];
+      const rollup = await query(ls, { group_by: 'name' }, widgets);
+      const scan = await query(ls, { group_by: 'name', filter_tree: EVERYTHING }, widgets);
+      const { store, widgetData } = s.running.services;
+      await widgetData.settled();
+      await store.db.insertInto('rollup_dirty').values({ run_id: ls, hour: T0 }).execute();
+      await widgetData.recomputeAll(ls);
+      const [a, b] = [await rollup(), await scan()];
+      assert.equal(a.answered_by, 'rollup', a.fallback_reason);
+      assert.deepEqual(a.groups, b.groups);
+      for (const k of [0, 1]) assert.deepEqual(a.widgets[k].series, b.widgets[k].series);
+      // The traces and their session.
+      assert.equal(
+        a.widgets[0].series.reduce((n: number, x: any) => n + x.total, 0),
+        4501,
+      );
     });
   });
 }
