@@ -104,6 +104,7 @@ export interface Services {
   tableStats: TableStatsService | null;
   /** The dashboard rollups' deltas folded in the background. */
   rollupFold: RollupFoldService;
+  rollups: RollupsRepo;
   readiness: ReadinessService;
   modelCalls: ModelCallsService;
   promptTemplates: PromptTemplatesService;
@@ -319,6 +320,7 @@ export function createServices(
     retention,
     tableStats,
     rollupFold,
+    rollups,
     readiness: new ReadinessService(store),
     promptTemplates,
     experiments,

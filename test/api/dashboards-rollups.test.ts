@@ -341,6 +341,35 @@ for (const store of storesUnderTest()) {
       await same('after the recompute of changed hours');
     });
 
+    test('more records outside clean whole hours than a read takes: scanned, and the dirty hours recomputed', async () => {
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `dirty-${randomUUID()}` })
+      ).body.id;
+      const traces = Array.from({ length: 30 }, (_, i) => ({
+        name: 't',
+        created_at: iso(T0 + i * 60e6),
+        spans: [],
+      }));
+      await ingestTraces(s, projectId, ls, traces);
+      const draw = await query(ls, {}, [['id', 'Count']]);
+      const { store, widgetData, rollups } = s.running.services;
+      assert.equal((await draw()).answered_by, 'rollup');
+      await store.db.insertInto('rollup_dirty').values({ run_id: ls, hour: T0 }).execute();
+      rollups.maxRecordsRead = 10;
+      try {
+        const scanned = await draw();
+        assert.equal(scanned.answered_by, 'scan');
+        assert.match(scanned.fallback_reason, /more than 10 records .* \(recompute under way\)/);
+        assert.equal(scanned.widgets[0].series[0].total, 31);
+        await widgetData.settled();
+        const again = await draw();
+        assert.equal(again.answered_by, 'rollup', again.fallback_reason);
+        assert.equal(again.widgets[0].series[0].total, 31);
+      } finally {
+        rollups.maxRecordsRead = 20_000;
+      }
+    });
+
     test('an hour of more records than a recompute reads at once is recomputed whole', async () => {
       const ls = (
         await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `big-${randomUUID()}` })
