@@ -7,6 +7,7 @@
 import type { ExportItem } from '../domain/record-export.ts';
 import type { StoredRecord } from '../domain/records.ts';
 import { openSqlite } from './db.ts';
+import type { SqliteExport } from './reader-protocol.ts';
 
 /** Each root with its children: a session's traces and their spans, a trace's spans. */
 export function nestChildren(
@@ -23,15 +24,6 @@ export function nestChildren(
   if (nest === 'session') for (const t of traces) byRoot.get(t.session_id as string)?.push(t);
   for (const sp of spans) byRoot.get(sp[key] as string)?.push(sp);
   return roots.map((root) => ({ root, children: byRoot.get(root.id) ?? [] }));
-}
-
-/** What an export reads on SQLite: the selection's compiled query over a database file. */
-export interface SqliteExport {
-  file: string;
-  text: string;
-  params: unknown[];
-  nest: 'session' | 'trace' | null;
-  chunk: number;
 }
 
 /**

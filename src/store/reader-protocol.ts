@@ -4,9 +4,17 @@
  */
 import type { ExportOptions } from '../domain/record-export.ts';
 import type { PageFormat } from '../domain/record-json.ts';
-import type { SqliteExport } from './export-read.ts';
 import type { RecordSearch } from './search-query.ts';
 import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
+
+/** What an export reads on SQLite: the selection's compiled query over a database file. */
+export interface SqliteExport {
+  file: string;
+  text: string;
+  params: unknown[];
+  nest: 'session' | 'trace' | null;
+  chunk: number;
+}
 
 export interface ReaderCalls {
   /** A search page as its response body (UTF-8 JSON), made on the thread and moved, not copied. */

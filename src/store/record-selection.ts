@@ -11,8 +11,9 @@ import type pg from 'pg';
 import { type ExportItem, type ExportOptions, renderExport } from '../domain/record-export.ts';
 import type { StoredRecord } from '../domain/records.ts';
 import type { Store } from './db.ts';
-import { type SqliteExport, nestChildren, sqliteExport } from './export-read.ts';
+import { nestChildren, sqliteExport } from './export-read.ts';
 import type { ReaderPool } from './reader-pool.ts';
+import type { SqliteExport } from './reader-protocol.ts';
 import type { RecordSearch, SearchStore } from './search-query.ts';
 import type { DB } from './tables.ts';
 

@@ -60,7 +60,7 @@ export const MAX_DIRTY_HOURS = 200;
  * More records than this in a range's partial and dirty hours: the dashboard scans instead (on the
  * reader threads, a bucket at a time) rather than hold them all on the main thread at once (after a
  * rule scorer rescored 300,000 records packed in a few hours, the first dashboard read them all:
- * about 200 MB more for 4 s).
+ * about 250 MB more for 10 s).
  */
 const MAX_RECORDS_READ = 20_000;
 
