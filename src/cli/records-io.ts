@@ -138,7 +138,7 @@ export async function exportRecords(config: Config, a: ExportArgs): Promise<numb
   });
 }
 
-/** How many times `sep` occurs in a chunk (text, or UTF-8 bytes from an export thread). */
+/** How many times `sep` occurs in a chunk (text, or UTF-8 bytes from a reader thread). */
 function occurrences(chunk: string | Buffer, sep: string): number {
   let n = 0;
   for (let i = chunk.indexOf(sep); i >= 0; i = chunk.indexOf(sep, i + sep.length)) n++;

@@ -101,7 +101,7 @@ export class RecordSelection {
 
   /**
    * The selection exported as text (domain/record-export.ts), a chunk of `chunk` roots at a time as
-   * the consumer asks for it. On a SQLite file the reading and the rendering run on an export thread
+   * the consumer asks for it. On a SQLite file the reading and the rendering run on a reader thread
    * (the main thread only passes the chunks on, already UTF-8); elsewhere they run here. Either way
    * one chunk is in flight, and the consumer's return() ends the read and closes its connections.
    */

@@ -74,7 +74,7 @@ export default async function lifecycleRoutes(app: FastifyInstance) {
     async (req, reply) => {
       const out = await lifecycle.export(req.caller, req.params.project_id, req.body);
       // A client that goes away destroys the stream, which ends the generator and its read (closing
-      // it on its export thread).
+      // it on its reader thread).
       return reply
         .type(out.contentType)
         .header('content-disposition', `attachment; filename="${out.fileName}"`)
