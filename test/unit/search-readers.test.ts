@@ -3,20 +3,26 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { type TestContext, test } from 'node:test';
 import { openSqlite } from '../../src/store/db.ts';
 import { migrate } from '../../src/store/migrate.ts';
 import { RecordSelection } from '../../src/store/record-selection.ts';
 import { SqliteSearch } from '../../src/store/search-sqlite.ts';
 
-test('a reader thread starts ahead of the first search when there are records, not on an empty store', async (t) => {
+/** A migrated SQLite file store with at most `readers` reader threads, removed after the test. */
+async function migratedStore(t: TestContext, readers: number) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-readers-'));
-  const store = openSqlite(path.join(dir, 'db.sqlite'), { readers: 2 });
+  const store = openSqlite(path.join(dir, 'db.sqlite'), { readers });
   t.after(async () => {
     await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
   await migrate(store);
+  return store;
+}
+
+test('a reader thread starts ahead of the first search when there are records, not on an empty store', async (t) => {
+  const store = await migratedStore(t, 2);
 
   const empty = new SqliteSearch(store);
   empty.warmReaders();
@@ -34,13 +40,7 @@ test('a reader thread starts ahead of the first search when there are records, n
 });
 
 test("searches and exports share the store's reader threads, no more than its size", async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spanbase-readers-'));
-  const store = openSqlite(path.join(dir, 'db.sqlite'), { readers: 1 });
-  t.after(async () => {
-    await store.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-  });
-  await migrate(store);
+  const store = await migratedStore(t, 1);
   const ids = [randomUUID(), randomUUID()];
   for (const [i, id] of ids.entries())
     store
