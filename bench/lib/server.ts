@@ -283,18 +283,27 @@ export async function pgRelationBytes(url: string, schema: string): Promise<Reco
 
 /**
  * `pgRelationBytes` once the server's work after a burst has settled: read every second until two
- * readings agree (the text queue is vacuumed once drained), for up to `maxMs`.
+ * readings agree (the text queue is vacuumed once drained) and the dashboard rollups' deltas are
+ * folded (their job runs every 5 s, and vacuums them after), for up to `maxMs`.
  */
 export async function restingPgRelations(url: string, schema: string, maxMs = 30_000) {
   const until = performance.now() + maxMs;
-  let sizes = await pgRelationBytes(url, schema);
-  while (performance.now() < until) {
-    await new Promise((r) => setTimeout(r, 1000));
-    const next = await pgRelationBytes(url, schema);
-    if (JSON.stringify(next) === JSON.stringify(sizes)) break;
-    sizes = next;
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  const deltas = `select exists (select 1 from ${c.escapeIdentifier(schema)}.rollup_deltas) as pending`;
+  try {
+    let sizes = await pgRelationBytes(url, schema);
+    while (performance.now() < until) {
+      await new Promise((r) => setTimeout(r, 1000));
+      const next = await pgRelationBytes(url, schema);
+      const settled = JSON.stringify(next) === JSON.stringify(sizes);
+      sizes = next;
+      if (settled && !(await c.query(deltas)).rows[0].pending) break;
+    }
+    return sizes;
+  } finally {
+    await c.end();
   }
-  return sizes;
 }
 
 /** Bytes of a PostgreSQL schema's tables with their indexes and TOAST. */
