@@ -218,16 +218,6 @@ export async function requeueAllPg(db: Kysely<any>): Promise<void> {
  */
 const VACUUM_EVERY_MS = 1000;
 
-/**
- * A batch of fewer queue entries than SETTLE_BELOW is followed by a pause of SETTLE_MS, for more to
- * queue (PgTextIndexer.run). bench:ingest --profile metadata, PostgreSQL, 100,000 records: 209
- * batches, whose GIN merges took 5.8 s of the database's time and wrote 324 MB of WAL, against 53
- * batches, 2.6 s and 138 MB with the pause; records/s 3,801 → 4,222. Queued records are searched
- * directly meanwhile, so results stay exact.
- */
-const SETTLE_BELOW = 2048;
-const SETTLE_MS = 250;
-
 async function queueHasPages(db: Kysely<any>): Promise<boolean> {
   const { rows } = await sql<{
     pages: boolean;
@@ -250,7 +240,6 @@ export class PgTextIndexer implements TextIndexer {
     private readonly db: Kysely<any>,
     private readonly idleMs = 200,
     private readonly vacuumEveryMs = VACUUM_EVERY_MS,
-    private readonly settleMs = SETTLE_MS,
   ) {}
 
   start(): void {
@@ -269,17 +258,13 @@ export class PgTextIndexer implements TextIndexer {
       try {
         // One process of those sharing the database indexes (the holder of the lease); the others
         // take over when it stops.
-        const held = await leasesOf(this.db).hold(TEXT_INDEX_JOB);
-        const indexed = held ? await indexQueuedPg(this.db) : 0;
-        if (!held) wait = this.idleMs * 5;
-        else if (indexed > 0) {
-          // A full batch goes on at once (a backlog: a paused indexer fell behind). A small one
-          // waits `settleMs` for more to queue: each batch's merge into the GIN index has a large
-          // fixed part (the trigram codes its blocks share are merged once), so small batches back
-          // to back cost the database several times what larger ones do (a batch of 1,900 records
-          // took 1.8 times as long as one of 480).
+        if (!(await leasesOf(this.db).hold(TEXT_INDEX_JOB))) wait = this.idleMs * 5;
+        else if ((await indexQueuedPg(this.db)) > 0) {
+          // No pause between batches, ingestion or not: a batch costs the database and this
+          // process a small fraction of what ingesting its records did, and a paused indexer fell
+          // behind.
           taken = true;
-          wait = indexed >= SETTLE_BELOW ? 0 : this.settleMs;
+          wait = 0;
         } else if (taken && Date.now() - vacuumed >= this.vacuumEveryMs) {
           // Every queued record leaves a dead row behind. Vacuumed once drained, the emptied
           // table gives its pages back to the file system (autovacuum may be off, or late). A

@@ -162,38 +162,6 @@ if (storesUnderTest().includes('postgres')) {
       assert.equal(back.length, 1);
     });
 
-    test('after a small batch the indexer waits for more to queue; searches stay exact meanwhile', async () => {
-      const { projectId, logStreamId } = await projectWithLogStream(s);
-      const first = [randomUUID(), randomUUID()];
-      await ingestTraces(
-        s,
-        projectId,
-        logStreamId,
-        first.map((id, i) => ({ id, name: `early${i}`, input: `settle early ${i}` })),
-      );
-      const later = [randomUUID(), randomUUID()];
-      const indexer = new PgTextIndexer(db(), 10, 0, 60_000);
-      indexer.start();
-      try {
-        for (let i = 0; i < 200 && (await indexed(first)).length < 2; i++)
-          await new Promise((r) => setTimeout(r, 25));
-        assert.equal((await indexed(first)).length, 2, 'the first batch goes at once');
-        await ingestTraces(
-          s,
-          projectId,
-          logStreamId,
-          later.map((id, i) => ({ id, name: `late${i}`, input: `settle late ${i}` })),
-        );
-        await new Promise((r) => setTimeout(r, 500));
-        assert.deepEqual(await indexed(later), [], 'a batch of 2 is followed by the pause');
-        assert.deepEqual(await search(projectId, logStreamId, 'settle late'), ['late0', 'late1']);
-      } finally {
-        await indexer.stop();
-      }
-      await indexer.drain();
-      assert.equal((await indexed(later)).length, 2);
-    });
-
     test('once drained, the indexer vacuums the queue: the emptied table gives its pages back, once no snapshot holds them', async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
       await ingestTraces(
