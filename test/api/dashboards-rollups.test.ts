@@ -357,6 +357,7 @@ for (const store of storesUnderTest()) {
       const { store, widgetData, rollups } = s.running.services;
       assert.equal((await draw()).answered_by, 'rollup');
       await store.db.insertInto('rollup_dirty').values({ run_id: ls, hour: T0 }).execute();
+      const bound = rollups.maxRecordsRead;
       rollups.maxRecordsRead = 10;
       try {
         const scanned = await draw();
@@ -368,7 +369,7 @@ for (const store of storesUnderTest()) {
         assert.equal(again.answered_by, 'rollup', again.fallback_reason);
         assert.equal(again.widgets[0].series[0].total, 31);
       } finally {
-        rollups.maxRecordsRead = 20_000;
+        rollups.maxRecordsRead = bound;
       }
     });
 
