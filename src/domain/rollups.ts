@@ -21,10 +21,28 @@
  * that has a value), min and max aside (so keys first seen later still count right).
  */
 import { jsonObject } from './json-object.ts';
-import { type Sketch, addCode, addPairs, binCode, decodeBins, quantile, sketchPairs } from './ddsketch.ts';
+import {
+  type Sketch,
+  addCode,
+  addPairs,
+  binCode,
+  decodeBins,
+  mergeBins,
+  quantile,
+  sketchPairs,
+} from './ddsketch.ts';
 
 /** The rollups' hour (µs). Dashboards whose interval is a multiple of it read rollups. */
 export const ROLLUP_BUCKET_US = 3_600_000_000;
+
+/**
+ * A day (µs). A day's rows are the sums of its hours' rows (sumIntoDays), kept beside them under the
+ * dim dayDim(dim) with `hour` the day's start: dashboards of daily buckets read them (migration 035).
+ */
+export const ROLLUP_DAY_US = 24 * ROLLUP_BUCKET_US;
+export const DAY_DIM_PREFIX = 'day:';
+export const dayDim = (dim: string) => DAY_DIM_PREFIX + dim;
+export const dayOf = (at: number) => Math.floor(at / ROLLUP_DAY_US) * ROLLUP_DAY_US;
 
 /** Record columns kept as metrics (numbers, or 0/1 for is_complete). */
 export const SCALAR_METRICS = [
@@ -718,6 +736,19 @@ export class RollupBatch {
     for (const [before, after] of d.r) this.replace(runId, fromFacts(before), fromFacts(after));
   }
 
+  /** The days whose hours the batch changes (ordered: PostgreSQL locks their marks in this order). */
+  touchedDays(): { run_id: string; day: number }[] {
+    const days = new Map<string, { run_id: string; day: number }>();
+    for (const k of this.hours.keys()) {
+      const [run_id, hour] = k.split('\u0000');
+      const day = dayOf(Number(hour));
+      days.set(`${run_id}\u0000${day}`, { run_id, day });
+    }
+    return [...days.values()].sort((a, b) =>
+      a.run_id < b.run_id ? -1 : a.run_id > b.run_id ? 1 : a.day - b.day,
+    );
+  }
+
   dirtyHours(): { run_id: string; hour: number }[] {
     return [...this.dirty].sort().map((k) => {
       const [run_id, hour] = k.split('\u0000');
@@ -731,6 +762,86 @@ export class RollupBatch {
       return { run_id, dim };
     });
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Days
+
+const lower = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+const higher = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.max(a, b));
+
+/** Two aggregates of the same column as one (counts and sums add, min and max, sketches merge). */
+function addAgg(into: Agg | null, a: Agg): Agg {
+  if (!into) return { ...a, bins: [...a.bins] };
+  return {
+    c: into.c + a.c,
+    s: into.s + a.s,
+    t: into.t + a.t,
+    lo: lower(into.lo, a.lo),
+    hi: higher(into.hi, a.hi),
+    bins: mergeBins(into.bins, a.bins),
+  };
+}
+
+/**
+ * Stored hour rows of one day (hour dims only) summed into that day's rows: dims dayDim(dim), `hour`
+ * the day's start.
+ */
+export function sumIntoDays(
+  day: number,
+  rows: { counts: readonly CountRow[]; scalars: readonly ScalarRow[]; metrics: readonly MetricRow[] },
+): { counts: CountRow[]; scalars: ScalarRow[]; metrics: MetricRow[] } {
+  const counts = new Map<string, CountRow>();
+  for (const r of rows.counts) {
+    const k = `${r.dim}\u0000${r.value}`;
+    const got = counts.get(k);
+    if (got) got.n += r.n;
+    else counts.set(k, { run_id: r.run_id, dim: dayDim(r.dim), hour: day, value: r.value, n: r.n });
+  }
+  const scalars = new Map<string, ScalarRow>();
+  for (const r of rows.scalars) {
+    const k = `${r.dim}\u0000${r.value}`;
+    let got = scalars.get(k);
+    if (!got) {
+      got = { run_id: r.run_id, dim: dayDim(r.dim), value: r.value, hour: day, cols: r.cols.map(() => null) };
+      scalars.set(k, got);
+    }
+    for (let i = 0; i < r.cols.length; i++) {
+      const a = r.cols[i];
+      if (a) got.cols[i] = addAgg(got.cols[i], a);
+    }
+  }
+  const metrics = new Map<string, MetricRow>();
+  for (const r of rows.metrics) {
+    const k = `${r.dim}\u0000${r.value}\u0000${r.col}`;
+    const got = metrics.get(k);
+    const { run_id, dim, value, col, hour: _, ...agg } = r;
+    const sum = addAgg(got ?? null, agg);
+    metrics.set(k, { run_id, dim: got ? got.dim : dayDim(dim), value, col, hour: day, ...sum });
+  }
+  return { counts: [...counts.values()], scalars: [...scalars.values()], metrics: [...metrics.values()] };
+}
+
+/**
+ * How a dashboard reads the whole hours [fullStart, fullEnd): runs of the built days (ascending,
+ * each inside the range) from day rows, the hours around and between them from hour rows.
+ */
+export function rollupSegments(
+  fullStart: number,
+  fullEnd: number,
+  builtDays: readonly number[],
+): { days: boolean; lo: number; hi: number }[] {
+  const out: { days: boolean; lo: number; hi: number }[] = [];
+  let at = fullStart;
+  for (const d of builtDays) {
+    if (d > at) out.push({ days: false, lo: at, hi: d });
+    const last = out[out.length - 1];
+    if (last?.days && last.hi === d) last.hi = d + ROLLUP_DAY_US;
+    else out.push({ days: true, lo: d, hi: d + ROLLUP_DAY_US });
+    at = d + ROLLUP_DAY_US;
+  }
+  if (fullEnd > at) out.push({ days: false, lo: at, hi: fullEnd });
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

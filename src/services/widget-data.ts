@@ -16,6 +16,7 @@ import type { ColumnDef } from '../query/columns.ts';
 import {
   COUNT_COL,
   ROLLUP_BUCKET_US,
+  ROLLUP_DAY_US,
   type RollupMetric,
   SCALAR_DIMS,
   SCALAR_METRICS,
@@ -199,12 +200,21 @@ export class WidgetDataService {
       ),
     ];
     let ranked: { shown: unknown[]; groupCount: number } = { shown: [], groupCount: 0 };
-    const read = await this.rollups.read(q.runId, dim, q.startUs, q.endUs, cols, binCols, (counts) => {
-      const byValue = new Map<unknown, number>();
-      for (const [key, n] of counts) byValue.set(JSON.parse(key), n);
-      ranked = shownGroups(q, byValue, groupLimit);
-      return new Set(ranked.shown.map(valueKey));
-    });
+    const read = await this.rollups.read(
+      q.runId,
+      dim,
+      q.startUs,
+      q.endUs,
+      cols,
+      binCols,
+      (counts) => {
+        const byValue = new Map<unknown, number>();
+        for (const [key, n] of counts) byValue.set(JSON.parse(key), n);
+        ranked = shownGroups(q, byValue, groupLimit);
+        return new Set(ranked.shown.map(valueKey));
+      },
+      q.sizeUs % ROLLUP_DAY_US === 0,
+    );
     if ('reason' in read) {
       if ('pending' in read && read.pending === 'recompute') this.recomputeDirty(q.runId);
       if ('pending' in read && read.pending === 'rebuild') this.rebuild(q.runId);

@@ -14,21 +14,28 @@ import {
   ANY_VALUE,
   type Agg,
   COUNT_COL,
+  type CountRow,
   DimValues,
   ROLLUP_BUCKET_US,
+  ROLLUP_DAY_US,
   ROLLUP_RECORD_COLUMNS,
+  type MetricRow,
   type ReadRow,
   RollupBatch,
   type RollupRecord,
   SCALAR_METRICS,
   type ScalarRow,
   columnBins,
+  dayDim,
+  dayOf,
   groupCounts,
   isScalarMetric,
   joinBins,
   keptKey,
+  rollupSegments,
   scalarColumns,
   subtractive,
+  sumIntoDays,
 } from '../domain/rollups.ts';
 import type { InlineTallies } from '../domain/scoring-plan.ts';
 import type { Store } from './db.ts';
@@ -50,6 +57,20 @@ const SEEK_COST_IN_ROWS = 2;
 
 /** A log stream's deltas claimed at once by a fold of its own. */
 const CLAIM_CHUNK = 100;
+
+/**
+ * More parts than this (runs of built days, and the hours between) in a range: it reads hour rows
+ * only (each part costs a query a table).
+ */
+const MAX_SEGMENTS = 16;
+
+/** A day's rows are built once it has been left unchanged this long (µs). */
+const DAY_QUIET_US = 60_000_000;
+
+/** Days built in one transaction. */
+const DAYS_PER_TRANSACTION = 8;
+
+type Segment = { days: boolean; lo: number; hi: number };
 
 /** Records read at once by a recompute of an hour. */
 const REWRITE_PAGE = 2000;
@@ -349,6 +370,7 @@ export class RollupsRepo {
    * In one snapshot: the records per value of `dim` over [startUs, endUs) (stored counts of the clean
    * whole hours, records of the rest), the groups `pick` shows of them, and the rows of those groups
    * for the metric columns `cols` (bins only of `binCols`); or why the rollups cannot answer.
+   * `days`: the buckets are whole days, so built days may be read from their day rows.
    */
   async read(
     runId: string,
@@ -358,6 +380,7 @@ export class RollupsRepo {
     cols: readonly string[],
     binCols: readonly string[],
     pick: (counts: Map<string, number>) => Set<string>,
+    days = false,
   ): Promise<RollupRead> {
     const body = async (trx: Kysely<DB>): Promise<RollupRead> => {
       const gap = await trx
@@ -443,32 +466,68 @@ export class RollupsRepo {
         for (const r of got) records.push(r as unknown as RollupRecord);
       }
 
+      // Built days wholly inside the range, none of their hours dirty, are read from their day rows
+      // when the buckets are whole days; the other whole hours from hour rows.
+      let segments: Segment[] = whole ? [{ days: false, lo: fullStart, hi: fullEnd }] : [];
+      if (whole && days) {
+        const dayLo = Math.ceil(fullStart / ROLLUP_DAY_US) * ROLLUP_DAY_US;
+        const dayHi = Math.floor(fullEnd / ROLLUP_DAY_US) * ROLLUP_DAY_US;
+        if (dayHi > dayLo) {
+          const dirtyDays = new Set(dirty.map(dayOf));
+          const built = (
+            await trx
+              .selectFrom('rollup_days')
+              .select('day')
+              .where('run_id', '=', runId)
+              .where('built', '=', 1)
+              .where('day', '>=', dayLo)
+              .where('day', '<', dayHi)
+              .orderBy('day')
+              .execute()
+          )
+            .map((r) => Number(r.day))
+            .filter((d) => !dirtyDays.has(d));
+          const parted = rollupSegments(fullStart, fullEnd, built);
+          if (parted.length <= MAX_SEGMENTS) segments = parted;
+        }
+      }
+      const dirtyIn = (seg: Segment) => dirty.filter((h) => h >= seg.lo && h < seg.hi);
+      /** A query narrowed to a segment's rows of dim `d`: the day rows, or the clean hours' rows. */
+      const inSegment = <Q>(q: Q, d: string, seg: Segment, hours?: number[]): Q => {
+        const b = q as any;
+        if (seg.days)
+          return b.where('dim', '=', dayDim(d)).where('hour', '>=', seg.lo).where('hour', '<', seg.hi);
+        if (hours) return b.where('dim', '=', d).where('hour', 'in', hours.length ? hours : [-1]);
+        const ranged = b.where('dim', '=', d).where('hour', '>=', seg.lo).where('hour', '<', seg.hi);
+        const skip = dirtyIn(seg);
+        return skip.length ? ranged.where('hour', 'not in', skip) : ranged;
+      };
+
       const stored = new Map<string, number>();
       let noneTotal = 0;
-      /** Rollup rows of the dim in the range's clean whole hours (what a range read goes through). */
+      /** Hour rows of the dim in the range's clean whole hours (what a range read goes through). */
       let dimRows = 0;
-      if (whole) {
-        const countsOf = async (d: string) => {
-          let q = trx
+      const countsOf = async (d: string) => {
+        const out: { value: string; n: number; rows: number; days: boolean }[] = [];
+        for (const seg of segments) {
+          const q = trx
             .selectFrom('rollup_counts')
             .select([
               'value',
               sql<number | string>`sum(n)`.as('n'),
               sql<number | string>`count(*)`.as('rows'),
             ])
-            .where('run_id', '=', runId)
-            .where('dim', '=', d)
-            .where('hour', '>=', fullStart)
-            .where('hour', '<', fullEnd);
-          if (dirty.length) q = q.where('hour', 'not in', dirty);
-          return q.groupBy('value').execute();
-        };
-        for (const r of await countsOf(dim)) {
-          stored.set(r.value, Number(r.n));
-          dimRows += Number(r.rows);
+            .where('run_id', '=', runId);
+          for (const r of await inSegment(q, d, seg).groupBy('value').execute())
+            out.push({ value: r.value, n: Number(r.n), rows: Number(r.rows), days: seg.days });
         }
-        if (subtractive(dim)) for (const r of await countsOf('')) noneTotal += Number(r.n);
+        return out;
+      };
+      for (const r of await countsOf(dim)) {
+        stored.set(r.value, (stored.get(r.value) ?? 0) + r.n);
+        if (!r.days) dimRows += r.rows;
       }
+      if (subtractive(dim)) for (const r of await countsOf('')) noneTotal += r.n;
       const counts = groupCounts(dim, stored, noneTotal, records);
       const shown = pick(counts);
       const rows: ReadRow[] = [];
@@ -491,117 +550,112 @@ export class RollupsRepo {
         // The clean whole hours: listed (the keys lead with the hour, so each (hour, value) is a
         // seek rather than a scan of every value's rows) when the values shown are few among the
         // dim's, or as a range (the '' dim has one value).
-        const hours = (fullEnd - fullStart) / H;
+        const hourSegments = segments.filter((seg) => !seg.days);
+        const hours = hourSegments.reduce((n, seg) => n + (seg.hi - seg.lo) / H, 0);
         const listed = hours <= MAX_LISTED_HOURS && hours * values.length * SEEK_COST_IN_ROWS < dimRows;
-        const clean: number[] = [];
-        if (listed) {
-          const skip = new Set(dirty);
-          for (let h = fullStart; h < fullEnd; h += H) if (!skip.has(h)) clean.push(h);
-        }
-        const inHours = <Q>(q: Q, d: string): Q => {
-          const b = q as any;
-          if (listed && d === dim) return b.where('hour', 'in', clean.length ? clean : [-1]);
-          const ranged = b.where('hour', '>=', fullStart).where('hour', '<', fullEnd);
-          return dirty.length ? ranged.where('hour', 'not in', dirty) : ranged;
+        const cleanOf = (seg: Segment) => {
+          const skip = new Set(dirtyIn(seg));
+          const clean: number[] = [];
+          for (let h = seg.lo; h < seg.hi; h += H) if (!skip.has(h)) clean.push(h);
+          return clean;
         };
-        for (const [d, vs] of parts) {
-          let counted = trx
-            .selectFrom('rollup_counts')
-            .select(['dim', 'hour', 'value', 'n'])
-            .where('run_id', '=', runId)
-            .where('dim', '=', d)
-            .where('value', 'in', vs);
-          counted = inHours(counted, d);
-          for (const r of await counted.execute())
-            rows.push({
-              dim: r.dim,
-              hour: Number(r.hour),
-              value: r.value,
-              col: COUNT_COL,
-              c: Number(r.n),
-              s: null,
-              t: null,
-              lo: null,
-              hi: null,
-              bins: null,
-            });
-          const scalarCols = metricCols.filter(isScalarMetric);
-          if (scalarCols.length) {
-            const wanted: string[] = ['dim', 'hour', 'value'];
-            for (const col of scalarCols) {
-              const k = scalarColumns(col);
-              wanted.push(k.c, k.s, k.t, k.lo, k.hi);
-            }
-            const withBins = scalarCols.some((c) => binCols.includes(c));
-            let wide = trx
-              .selectFrom('rollup_scalars')
-              .select(wanted as any)
-              .$if(withBins && !pg, (q: any) => q.select(sql`bins`.as('bins')))
-              // PostgreSQL cuts each asked column's part out of the list (rollup_bins_column).
-              .$if(withBins && pg, (q: any) =>
-                q.select(
-                  scalarCols
-                    .filter((c) => binCols.includes(c))
-                    .map((c) => {
-                      const i = (SCALAR_METRICS as readonly string[]).indexOf(c);
-                      return sql`array_send(rollup_bins_column(bins, ${sql.lit(i)}))`.as(`bins_${i}`);
-                    }),
-                ),
-              )
+        for (const [d, vs] of parts)
+          for (const seg of segments) {
+            const hoursOf = listed && d === dim && !seg.days ? cleanOf(seg) : undefined;
+            const counted = trx
+              .selectFrom('rollup_counts')
+              .select(['hour', 'value', 'n'])
               .where('run_id', '=', runId)
-              .where('dim', '=', d)
               .where('value', 'in', vs);
-            wide = inHours(wide, d);
-            for (const r of (await wide.execute()) as Record<string, unknown>[]) {
-              const joined = withBins && !pg ? decodeBins(r.bins) : [];
+            for (const r of await inSegment(counted, d, seg, hoursOf).execute())
+              rows.push({
+                dim: d,
+                hour: Number(r.hour),
+                value: r.value,
+                col: COUNT_COL,
+                c: Number(r.n),
+                s: null,
+                t: null,
+                lo: null,
+                hi: null,
+                bins: null,
+              });
+            const scalarCols = metricCols.filter(isScalarMetric);
+            if (scalarCols.length) {
+              const wanted: string[] = ['hour', 'value'];
               for (const col of scalarCols) {
                 const k = scalarColumns(col);
-                const c = Number(r[k.c]);
-                if (c === 0) continue;
-                rows.push({
-                  dim: r.dim as string,
-                  hour: Number(r.hour),
-                  value: r.value as string,
-                  col,
-                  c,
-                  s: num(r[k.s]),
-                  t: num(r[k.t]),
-                  lo: num(r[k.lo]),
-                  hi: num(r[k.hi]),
-                  bins: binCols.includes(col)
-                    ? (() => {
-                        const i = (SCALAR_METRICS as readonly string[]).indexOf(col);
-                        return columnBins(pg ? decodeArraySend(r[`bins_${i}`]) : joined, i);
-                      })()
-                    : null,
-                });
+                wanted.push(k.c, k.s, k.t, k.lo, k.hi);
+              }
+              const withBins = scalarCols.some((c) => binCols.includes(c));
+              const wide = trx
+                .selectFrom('rollup_scalars')
+                .select(wanted as any)
+                .$if(withBins && !pg, (q: any) => q.select(sql`bins`.as('bins')))
+                // PostgreSQL cuts each asked column's part out of the list (rollup_bins_column).
+                .$if(withBins && pg, (q: any) =>
+                  q.select(
+                    scalarCols
+                      .filter((c) => binCols.includes(c))
+                      .map((c) => {
+                        const i = (SCALAR_METRICS as readonly string[]).indexOf(c);
+                        return sql`array_send(rollup_bins_column(bins, ${sql.lit(i)}))`.as(`bins_${i}`);
+                      }),
+                  ),
+                )
+                .where('run_id', '=', runId)
+                .where('value', 'in', vs);
+              for (const r of (await inSegment(wide, d, seg, hoursOf).execute()) as Record<
+                string,
+                unknown
+              >[]) {
+                const joined = withBins && !pg ? decodeBins(r.bins) : [];
+                for (const col of scalarCols) {
+                  const k = scalarColumns(col);
+                  const c = Number(r[k.c]);
+                  if (c === 0) continue;
+                  rows.push({
+                    dim: d,
+                    hour: Number(r.hour),
+                    value: r.value as string,
+                    col,
+                    c,
+                    s: num(r[k.s]),
+                    t: num(r[k.t]),
+                    lo: num(r[k.lo]),
+                    hi: num(r[k.hi]),
+                    bins: binCols.includes(col)
+                      ? (() => {
+                          const i = (SCALAR_METRICS as readonly string[]).indexOf(col);
+                          return columnBins(pg ? decodeArraySend(r[`bins_${i}`]) : joined, i);
+                        })()
+                      : null,
+                  });
+                }
               }
             }
+            const keyCols = metricCols.filter((c) => !isScalarMetric(c));
+            if (!keyCols.length) continue;
+            const measured = trx
+              .selectFrom('rollups')
+              .select(['hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
+              .where('run_id', '=', runId)
+              .where('value', 'in', vs)
+              .where('col', 'in', keyCols);
+            for (const r of await inSegment(measured, d, seg, hoursOf).execute())
+              rows.push({
+                dim: d,
+                hour: Number(r.hour),
+                value: r.value,
+                col: r.col,
+                c: Number(r.c),
+                s: num(r.s),
+                t: num(r.t),
+                lo: num(r.lo),
+                hi: num(r.hi),
+                bins: r.bins === null || r.bins === undefined ? null : binsOf(r.bins),
+              });
           }
-          const keyCols = metricCols.filter((c) => !isScalarMetric(c));
-          if (!keyCols.length) continue;
-          let measured = trx
-            .selectFrom('rollups')
-            .select(['dim', 'hour', 'value', 'col', 'c', 's', 't', 'lo', 'hi', bins.as('bins')])
-            .where('run_id', '=', runId)
-            .where('dim', '=', d)
-            .where('value', 'in', vs)
-            .where('col', 'in', keyCols);
-          measured = inHours(measured, d);
-          for (const r of await measured.execute())
-            rows.push({
-              dim: r.dim,
-              hour: Number(r.hour),
-              value: r.value,
-              col: r.col,
-              c: Number(r.c),
-              s: num(r.s),
-              t: num(r.t),
-              lo: num(r.lo),
-              hi: num(r.hi),
-              bins: r.bins === null || r.bins === undefined ? null : binsOf(r.bins),
-            });
-        }
       }
       return { counts, shown, rows, records, dirty };
     };
@@ -726,12 +780,143 @@ export class RollupsRepo {
     }
   }
 
-  /** Upserts a batch's rows (adding to the stored ones). */
+  /** Upserts a batch's rows (adding to the stored ones); their days' rows are no longer current. */
   private async writeBatch(trx: Kysely<DB>, batch: RollupBatch): Promise<void> {
     if (batch.empty) return;
-    if (this.pg) return pgWriteRollups(rawRunner(trx), batch);
-    for (const [text, args] of sqliteRollupSteps(batch, SQLITE_FOLD_CHUNK))
-      await trx.executeQuery(CompiledQuery.raw(text, args));
+    if (this.pg) await pgWriteRollups(rawRunner(trx), batch);
+    else
+      for (const [text, args] of sqliteRollupSteps(batch, SQLITE_FOLD_CHUNK))
+        await trx.executeQuery(CompiledQuery.raw(text, args));
+    await this.daysChanged(trx, batch.touchedDays());
+  }
+
+  /**
+   * Marks days whose hour rows changed (in the transaction that changes them): their day rows are
+   * read no more until built again. On PostgreSQL this write to the mark is what a concurrent build
+   * of the day conflicts with (buildDays), so it is made whatever the mark said.
+   */
+  private async daysChanged(trx: Kysely<DB>, days: readonly { run_id: string; day: number }[]) {
+    const at = Date.now() * 1000;
+    for (let i = 0; i < days.length; i += 500)
+      await trx
+        .insertInto('rollup_days')
+        .values(
+          days.slice(i, i + 500).map((d) => ({ run_id: d.run_id, day: d.day, built: 0, changed_at: at })),
+        )
+        .onConflict((oc) => oc.columns(['run_id', 'day']).doUpdateSet({ built: 0, changed_at: at }))
+        .execute();
+  }
+
+  /**
+   * Builds the rows of days left unchanged for `quietUs` (oldest change first, at most `limit`):
+   * each day's dirty hours are recomputed from their records, then its hours' rows summed into its
+   * day rows. Answers how many days were taken.
+   */
+  async buildDays(opts: { quietUs?: number; limit?: number } = {}): Promise<number> {
+    const due = await this.db
+      .selectFrom('rollup_days')
+      .select(['run_id', 'day'])
+      .where('built', '=', 0)
+      .where('changed_at', '<=', Date.now() * 1000 - (opts.quietUs ?? DAY_QUIET_US))
+      .orderBy('changed_at')
+      .limit(opts.limit ?? 64)
+      .execute();
+    const byRun = new Map<string, number[]>();
+    for (const r of due) byRun.set(r.run_id, [...(byRun.get(r.run_id) ?? []), Number(r.day)]);
+    for (const [runId, days] of byRun)
+      for (let i = 0; i < days.length; i += DAYS_PER_TRANSACTION) {
+        const some = days.slice(i, i + DAYS_PER_TRANSACTION);
+        await this.rewriting(runId, async (trx) => {
+          const dims = await this.recomputeDims(trx, runId);
+          for (const day of some) await this.buildDay(trx, runId, day, dims);
+        });
+      }
+    return due.length;
+  }
+
+  /**
+   * A day's rows from its hours' (in a rewriting transaction: a fold or a recompute of one of its
+   * hours that commits meanwhile makes this one fail and run again on PostgreSQL; SQLite has one
+   * writer).
+   */
+  private async buildDay(trx: Kysely<DB>, runId: string, day: number, dims: DimValues) {
+    const end = day + ROLLUP_DAY_US;
+    const dirty = await trx
+      .selectFrom('rollup_dirty')
+      .select('hour')
+      .where('run_id', '=', runId)
+      .where('hour', '>=', day)
+      .where('hour', '<', end)
+      .execute();
+    for (const r of dirty) await this.rewriteHour(trx, runId, Number(r.hour), dims);
+    for (const table of ['rollup_counts', 'rollup_scalars', 'rollups'] as const)
+      await trx
+        .deleteFrom(table)
+        .where('run_id', '=', runId)
+        .where('hour', '=', day)
+        .where('dim', 'like', `${dayDim('')}%`)
+        .execute();
+    const ofDay = <Q>(q: Q): Q =>
+      (q as any)
+        .where('run_id', '=', runId)
+        .where('hour', '>=', day)
+        .where('hour', '<', end)
+        .where('dim', 'not like', `${dayDim('')}%`);
+    const counts = (await ofDay(trx.selectFrom('rollup_counts').selectAll()).execute()).map((r) => ({
+      ...r,
+      hour: Number(r.hour),
+      n: Number(r.n),
+    }));
+    const binsCol = this.pg ? sql`array_send(bins)` : sql`bins`;
+    const binsOf = (v: unknown) => (this.pg ? decodeArraySend(v) : decodeBins(v));
+    const scalars = (
+      (await ofDay(
+        trx.selectFrom('rollup_scalars').selectAll().select(binsCol.as('bins')),
+      ).execute()) as Record<string, unknown>[]
+    ).map((r) => {
+      const joined = binsOf(r.bins);
+      return {
+        run_id: runId,
+        dim: r.dim as string,
+        value: r.value as string,
+        hour: Number(r.hour),
+        cols: SCALAR_METRICS.map((col, i): Agg | null => {
+          const k = scalarColumns(col);
+          const c = Number(r[k.c]);
+          if (c === 0) return null;
+          return {
+            c,
+            s: Number(r[k.s]),
+            t: Number(r[k.t]),
+            lo: num(r[k.lo]),
+            hi: num(r[k.hi]),
+            bins: columnBins(joined, i),
+          };
+        }),
+      };
+    });
+    const metrics = (
+      await ofDay(trx.selectFrom('rollups').selectAll().select(binsCol.as('bins'))).execute()
+    ).map((r) => ({
+      run_id: runId,
+      dim: r.dim,
+      value: r.value,
+      col: r.col,
+      hour: Number(r.hour),
+      c: Number(r.c),
+      s: Number(r.s),
+      t: Number(r.t),
+      lo: num(r.lo),
+      hi: num(r.hi),
+      bins: r.bins === null || r.bins === undefined ? [] : Array.from(binsOf(r.bins)),
+    }));
+    await this.insertRows(trx, sumIntoDays(day, { counts, scalars, metrics }));
+    await trx
+      .updateTable('rollup_days')
+      .set({ built: 1 })
+      .where('run_id', '=', runId)
+      .where('day', '=', day)
+      .execute();
   }
 
   /**
@@ -776,22 +961,32 @@ export class RollupsRepo {
   async recompute(runId: string, hours: readonly number[]): Promise<void> {
     if (!hours.length) return;
     await this.rewriting(runId, async (trx) => {
-      const overflowed = await trx
-        .selectFrom('rollup_overflow')
-        .select('dim')
-        .where('run_id', '=', runId)
-        .execute();
-      const dims = new DimValues(Number.POSITIVE_INFINITY);
-      for (const o of overflowed) dims.overflowed(runId, o.dim);
+      const dims = await this.recomputeDims(trx, runId);
       for (const hour of [...hours].sort((a, b) => a - b)) await this.rewriteHour(trx, runId, hour, dims);
     });
   }
 
-  /** Replaces an hour's rollups by those of its records; its dirty mark goes. */
+  /** A recompute's dim caps: uncapped, but the log stream's overflowed dims stay out. */
+  private async recomputeDims(trx: Kysely<DB>, runId: string): Promise<DimValues> {
+    const overflowed = await trx
+      .selectFrom('rollup_overflow')
+      .select('dim')
+      .where('run_id', '=', runId)
+      .execute();
+    const dims = new DimValues(Number.POSITIVE_INFINITY);
+    for (const o of overflowed) dims.overflowed(runId, o.dim);
+    return dims;
+  }
+
+  /** Replaces an hour's rollups by those of its records; its dirty mark goes, its day is changed. */
   private async rewriteHour(trx: Kysely<DB>, runId: string, hour: number, dims: DimValues) {
-    await trx.deleteFrom('rollup_counts').where('run_id', '=', runId).where('hour', '=', hour).execute();
-    await trx.deleteFrom('rollups').where('run_id', '=', runId).where('hour', '=', hour).execute();
-    await trx.deleteFrom('rollup_scalars').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    for (const table of ['rollup_counts', 'rollup_scalars', 'rollups'] as const)
+      await trx
+        .deleteFrom(table)
+        .where('run_id', '=', runId)
+        .where('hour', '=', hour)
+        .where('dim', 'not like', `${dayDim('')}%`)
+        .execute();
     // The hour's records a page at a time, in (created_at, id) order: an hour may hold hundreds of
     // thousands, and only their aggregates are kept.
     const page = (from: { at: number; id: string } | null) =>
@@ -815,7 +1010,22 @@ export class RollupsRepo {
       const last = rows[rows.length - 1];
       rows = await page({ at: Number(last.created_at), id: last.id });
     }
-    const { counts, scalars, metrics } = batch.rows();
+    await this.insertRows(trx, batch.rows());
+    for (const o of batch.overflowList())
+      await trx
+        .insertInto('rollup_overflow')
+        .values({ run_id: o.run_id, dim: o.dim })
+        .onConflict((oc) => oc.doNothing())
+        .execute();
+    await trx.deleteFrom('rollup_dirty').where('run_id', '=', runId).where('hour', '=', hour).execute();
+    await this.daysChanged(trx, [{ run_id: runId, day: dayOf(hour) }]);
+  }
+
+  /** Inserts rows (none of them stored yet). */
+  private async insertRows(
+    trx: Kysely<DB>,
+    { counts, scalars, metrics }: { counts: CountRow[]; scalars: ScalarRow[]; metrics: MetricRow[] },
+  ) {
     for (let i = 0; i < counts.length; i += 500)
       await trx
         .insertInto('rollup_counts')
@@ -853,13 +1063,6 @@ export class RollupsRepo {
         .insertInto('rollups')
         .values(metrics.slice(i, i + 200).map((r) => ({ ...r, bins: bins(r.bins) })))
         .execute();
-    for (const o of batch.overflowList())
-      await trx
-        .insertInto('rollup_overflow')
-        .values({ run_id: o.run_id, dim: o.dim })
-        .onConflict((oc) => oc.doNothing())
-        .execute();
-    await trx.deleteFrom('rollup_dirty').where('run_id', '=', runId).where('hour', '=', hour).execute();
   }
 
   /**
@@ -872,6 +1075,7 @@ export class RollupsRepo {
     await this.db.deleteFrom('rollups').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollup_scalars').where('run_id', '=', runId).execute();
     await this.db.deleteFrom('rollup_overflow').where('run_id', '=', runId).execute();
+    await this.db.deleteFrom('rollup_days').where('run_id', '=', runId).execute();
     // A fresh count of every dim's values over the whole log stream decides its overflow.
     const dims = new DimValues(undefined, 1);
     let cursor = Number.NEGATIVE_INFINITY;

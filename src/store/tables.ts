@@ -492,6 +492,15 @@ export interface RollupDirtyTable {
   hour: number;
 }
 
+/** Whether a day's rollup rows (dims `day:<dim>`) are current (migration 035, store/rollups.ts). */
+export interface RollupDaysTable {
+  run_id: string;
+  day: number;
+  /** 1: the day's rows are the sums of its hours' rows; 0: an hour changed since (at changed_at, µs). */
+  built: number;
+  changed_at: number;
+}
+
 export interface RollupOverflowTable {
   run_id: string;
   dim: string;
@@ -513,6 +522,7 @@ export interface DB {
   rollup_counts: RollupCountsTable;
   rollup_scalars: RollupScalarsTable;
   rollup_dirty: RollupDirtyTable;
+  rollup_days: RollupDaysTable;
   rollup_overflow: RollupOverflowTable;
   rollup_gaps: RollupGapsTable;
   rollup_deltas: RollupDeltasTable;

@@ -373,6 +373,104 @@ for (const store of storesUnderTest()) {
       }
     });
 
+    test('daily buckets read the built days from their day rows; a change to a day sets it aside until built again', async () => {
+      const ls = (
+        await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `days-${randomUUID()}` })
+      ).body.id;
+      const DAY = 86_400e6;
+      // Three days, several hours each, two groups.
+      const traces = Array.from({ length: 36 }, (_, i) => ({
+        name: i % 2 ? 'a' : 'b',
+        created_at: iso(T0 + Math.floor(i / 12) * DAY + (i % 12) * 2 * 3600e6 + 60e6),
+        metrics: { duration_ns: 1000 + i * 13 },
+        spans: [],
+      }));
+      await ingestTraces(s, projectId, ls, traces);
+      const widgets: [string, string][] = [
+        ['id', 'Count'],
+        ['duration_ns', 'Sum'],
+        ['duration_ns', 'Max'],
+        ['duration_ns', 'P95'],
+      ];
+      const range = { start_time: T0 / 1e6 - 3600, end_time: (T0 + 3 * DAY) / 1e6 + 1800, group_by: 'name' };
+      const daily = await query(ls, { ...range, interval_mins: 1440 }, widgets);
+      const hourly = await query(ls, { ...range, interval_mins: 60 }, widgets);
+      const scan = await query(ls, { ...range, interval_mins: 1440, filter_tree: EVERYTHING }, widgets);
+      const { store, rollups } = s.running.services;
+      const same = async (what: string) => {
+        const [a, b] = [await daily(), await scan()];
+        assert.equal(a.answered_by, 'rollup', `${what}: ${a.fallback_reason}`);
+        assert.deepEqual(a.groups, b.groups, what);
+        for (const k of [0, 1, 2]) assert.deepEqual(a.widgets[k].series, b.widgets[k].series, what);
+        return a;
+      };
+      const built = async () =>
+        (
+          await store.db
+            .selectFrom('rollup_days')
+            .select('day')
+            .where('run_id', '=', ls)
+            .where('built', '=', 1)
+            .orderBy('day')
+            .execute()
+        ).map((r) => Number(r.day));
+      await same('before the days are built');
+      // A minute's quiet is asked of a day before it is built.
+      await rollups.buildDays();
+      assert.deepEqual(await built(), []);
+      await rollups.buildDays({ quietUs: 0 });
+      assert.deepEqual(await built(), [T0, T0 + DAY, T0 + 2 * DAY]);
+      const before = await same('the days built');
+
+      // The day rows are what a daily dashboard reads: a day row changed by hand shows in it (not in
+      // the hourly one, which reads hours).
+      await store.db
+        .updateTable('rollup_counts')
+        .set({ n: sql`n + 100` })
+        .where('run_id', '=', ls)
+        .where('dim', '=', 'day:name')
+        .where('hour', '=', T0 + DAY)
+        .where('value', '=', '"a"')
+        .execute();
+      const tampered = await daily();
+      const a = tampered.groups.findIndex((g: unknown) => g === 'a');
+      assert.equal(tampered.widgets[0].series[a].values[2], before.widgets[0].series[a].values[2] + 100);
+      const hours = await hourly();
+      assert.equal(hours.widgets[0].series[a].total, before.widgets[0].series[a].total);
+
+      // A record into that day: its day is set aside (read from its hours) until built again.
+      await ingestTraces(s, projectId, ls, [
+        { name: 'a', created_at: iso(T0 + DAY + 5 * 60e6), metrics: { duration_ns: 99_999 }, spans: [] },
+      ]);
+      const after = await same('a record added to a built day');
+      assert.equal(after.widgets[0].series[a].values[2], before.widgets[0].series[a].values[2] + 1);
+      assert.deepEqual(await built(), [T0, T0 + 2 * DAY]);
+      await rollups.buildDays({ quietUs: 0 });
+      assert.deepEqual(await built(), [T0, T0 + DAY, T0 + 2 * DAY]);
+      await same('built again');
+
+      // A dirty hour: its day is read from hours and records; building it recomputes the hour first.
+      await store.db
+        .insertInto('rollup_dirty')
+        .values({ run_id: ls, hour: T0 + 2 * DAY })
+        .execute();
+      await same('a dirty hour in a built day');
+      await store.db
+        .updateTable('rollup_days')
+        .set({ built: 0, changed_at: 0 })
+        .where('run_id', '=', ls)
+        .execute();
+      await rollups.buildDays({ quietUs: 0 });
+      const left = await store.db
+        .selectFrom('rollup_dirty')
+        .select('hour')
+        .where('run_id', '=', ls)
+        .execute();
+      assert.deepEqual(left, []);
+      assert.deepEqual(await built(), [T0, T0 + DAY, T0 + 2 * DAY]);
+      await same('built with its dirty hour recomputed');
+    });
+
     test('an hour of more records than a recompute reads at once is recomputed whole', async () => {
       const ls = (
         await s.call('POST', `/v2/projects/${projectId}/log_streams`, { name: `big-${randomUUID()}` })

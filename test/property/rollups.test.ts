@@ -4,8 +4,9 @@
  * the rollups do not answer): Count, Sum, Average, Min, Max and PercentageTrue exactly (sums of
  * fractions within 1e-9 relative: they add in another order), P50 and P95 within 1% relative
  * (DDSketch). Over random records sent through ingestion (sessions that grow, so stored records
- * change), random deletes, random group columns, intervals and ranges whose ends cut hours; before and
- * after the dirty hours are recomputed. On both stores.
+ * change), random deletes, random group columns, intervals (daily ones too) and ranges whose ends cut
+ * hours; before and after the dirty hours are recomputed, and the days' rows built, changed by more
+ * records and built again. On both stores.
  *
  *   SPANBASE_PROPERTY_RUNS=40 node --import tsx --test test/property/rollups.test.ts
  */
@@ -22,7 +23,10 @@ const HOUR_US = 3_600_000_000;
 const T0 = Date.UTC(2025, 0, 1) * 1000;
 const iso = (us: number) => new Date(us / 1000).toISOString();
 
-const at = fc.integer({ min: 0, max: 5 * 3600 - 1 }).map((s) => iso(T0 + s * 1_000_000));
+/** Mostly the first hours, some over three days (whole days are read from day rows once built). */
+const at = fc
+  .oneof(fc.integer({ min: 0, max: 5 * 3600 - 1 }), fc.integer({ min: 0, max: 3 * 86_400 - 1 }))
+  .map((s) => iso(T0 + s * 1_000_000));
 const meta = fc.record(
   { tier: fc.constantFrom('free', 'pro', 'team'), region: fc.constantFrom('eu', 'us') },
   { requiredKeys: [] },
@@ -68,14 +72,16 @@ const datasetArb = fc.record({
   /** Which traces to delete (by position). */
   deletes: fc.array(fc.nat(13), { maxLength: 4 }),
   groupBy: fc.constantFrom(null, 'type', 'name', 'model', 'user_metadata/tier', 'metrics/score'),
-  intervalMins: fc.constantFrom(60, 120, 180),
+  intervalMins: fc.constantFrom(60, 120, 180, 1440, 1440, 2880),
   /**
    * The range: from T0 minus these seconds, for this many seconds. Unbiased: fast-check's bias
    * towards small values made tiny ranges before the records so common that in about one run in ten
    * too few answers held a record for the check that the comparison is not vacuous.
    */
   startBack: fc.noBias(fc.integer({ min: 0, max: 3 * 3600 })),
-  length: fc.noBias(fc.integer({ min: 1, max: 9 * 3600 })),
+  length: fc.noBias(
+    fc.oneof(fc.integer({ min: 1, max: 9 * 3600 }), fc.integer({ min: 86_400, max: 4 * 86_400 })),
+  ),
   /** Widgets with Min and Max (answered only where no group holds records without its value). */
   minMax: fc.boolean(),
 });
@@ -226,6 +232,14 @@ for (const store of storesUnderTest()) {
           // Once the changed hours are recomputed from the records, the same again.
           await s.running.services.widgetData.settled();
           await s.running.services.widgetData.recomputeAll(logStreamId);
+          await compare();
+          // With the days' rows built; then after more records change those days, and built again.
+          const { rollups } = s.running.services;
+          await rollups.buildDays({ quietUs: 0, limit: 1000 });
+          await compare();
+          await send(d.later);
+          await compare();
+          await rollups.buildDays({ quietUs: 0, limit: 1000 });
           await compare();
         }),
         {

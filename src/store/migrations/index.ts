@@ -30,6 +30,7 @@ import * as signalCostOrder from './031_signal_cost_order.ts';
 import * as rollups from './032_rollups.ts';
 import * as metadataInTextBlocks from './033_metadata_in_text_blocks.ts';
 import * as scoreResultVersions from './034_score_result_versions.ts';
+import * as rollupDays from './035_rollup_days.ts';
 
 /** Numbered migrations, applied in key order at start on either store. */
 export const migrations: Record<string, Migration> = {
@@ -64,4 +65,5 @@ export const migrations: Record<string, Migration> = {
   '032_rollups': rollups,
   '033_metadata_in_text_blocks': metadataInTextBlocks,
   '034_score_result_versions': scoreResultVersions,
+  '035_rollup_days': rollupDays,
 };
