@@ -408,7 +408,11 @@ async function main() {
   // The days' rollup rows, which the fold job builds once a day has been quiet for a minute.
   const tDays = performance.now();
   let days = 0;
-  for (let n: number; (n = await running.services.rollups.buildDays({ quietUs: 0 })) > 0; ) days += n;
+  for (;;) {
+    const n = await running.services.rollups.buildDays({ quietUs: 0 });
+    if (!n) break;
+    days += n;
+  }
   if (days)
     console.log(`  ${days} days' rollup rows built in ${((performance.now() - tDays) / 1000).toFixed(1)} s`);
   // The text indexer works through the new rows in the background; let it finish first so that it
