@@ -871,7 +871,15 @@ export class RollupsRepo {
     const binsOf = (v: unknown) => (this.pg ? decodeArraySend(v) : decodeBins(v));
     const scalars = (
       (await ofDay(
-        trx.selectFrom('rollup_scalars').selectAll().select(binsCol.as('bins')),
+        trx
+          .selectFrom('rollup_scalars')
+          .select([
+            'dim',
+            'value',
+            'hour',
+            ...SCALAR_METRICS.flatMap((c) => Object.values(scalarColumns(c))),
+          ] as any)
+          .select(binsCol.as('bins')),
       ).execute()) as Record<string, unknown>[]
     ).map((r) => {
       const joined = binsOf(r.bins);
@@ -896,7 +904,12 @@ export class RollupsRepo {
       };
     });
     const metrics = (
-      await ofDay(trx.selectFrom('rollups').selectAll().select(binsCol.as('bins'))).execute()
+      await ofDay(
+        trx
+          .selectFrom('rollups')
+          .select(['dim', 'value', 'col', 'hour', 'c', 's', 't', 'lo', 'hi'])
+          .select(binsCol.as('bins')),
+      ).execute()
     ).map((r) => ({
       run_id: runId,
       dim: r.dim,
