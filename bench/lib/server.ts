@@ -224,13 +224,19 @@ export function poster(server: { url: string; key: string }, connections: number
     });
 }
 
-/** Records the text index has not taken yet (GET /metrics, spanbase_text_index_backlog). */
-export async function textBacklog(server: { url: string }): Promise<number> {
+/** A backlog gauge of GET /metrics; NaN (it could not be read) counts as none rather than waited on for ever. */
+async function backlogGauge(server: { url: string }, name: string): Promise<number> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  const backlog = Number(/^spanbase_text_index_backlog (\S+)$/m.exec(text)?.[1] ?? 0);
-  // NaN: the gauge could not be read; counted as caught up rather than waited on for ever.
+  const backlog = Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
   return Number.isNaN(backlog) ? 0 : Math.max(0, backlog);
 }
+
+/** Records the text index has not taken yet (spanbase_text_index_backlog). */
+export const textBacklog = (server: { url: string }) => backlogGauge(server, 'spanbase_text_index_backlog');
+
+/** Days whose dashboard rollup rows the fold job has not built yet (spanbase_rollup_days_unbuilt). */
+export const unbuiltRollupDays = (server: { url: string }) =>
+  backlogGauge(server, 'spanbase_rollup_days_unbuilt');
 
 /** Every file under a directory with its size (a SQLite store: the database, its text index, their WALs). */
 export function dirFiles(dir: string, out: Record<string, number> = {}, prefix = ''): Record<string, number> {

@@ -156,7 +156,9 @@ export function createServices(
     read.textIndexer,
     annotations,
   );
-  const metrics = new Metrics(store, () => read.textIndexer.pending(), leasesOf(store.db), [
+  const rollups = new RollupsRepo(store);
+  const backlogs = { text: () => read.textIndexer.pending(), rollupDays: () => rollups.unbuiltDays() };
+  const metrics = new Metrics(store, backlogs, leasesOf(store.db), [
     RETENTION_JOB,
     SIGNALS_JOB,
     ROLLUP_FOLD_JOB,
@@ -178,7 +180,6 @@ export function createServices(
   );
   const scorersRepo = new ScorersRepo(store.db, store.dialect);
   const scorers = new ScorersService(scorersRepo);
-  const rollups = new RollupsRepo(store);
   const scoring = new ScoringService(scorersRepo, scorers, runs, projects, jobs, integrations, rollups);
   jobs.pausedRuns = () => scoring.pausedRuns();
   const ingest = new IngestService(

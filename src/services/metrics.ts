@@ -1,7 +1,7 @@
 /**
  * The process's Prometheus metrics (prom-client), in a registry of its own per app (tests run several
  * apps in one process): HTTP requests by route and status with latency, records ingested and deleted
- * by kind, the text-index backlog, retention progress, database pool use, and Node's own process
+ * by kind, the text-index backlog, the rollup days waiting to be built, retention progress, database pool use, and Node's own process
  * metrics (event-loop delay, memory, CPU, handles).
  */
 import client from 'prom-client';
@@ -20,7 +20,12 @@ export class Metrics {
   readonly retentionPasses: client.Counter<'outcome'>;
   readonly retentionLastPass: client.Gauge;
 
-  constructor(store: Store, textBacklog: () => Promise<number>, leases: Leases, jobs: readonly string[]) {
+  constructor(
+    store: Store,
+    backlogs: { text: () => Promise<number>; rollupDays: () => Promise<number> },
+    leases: Leases,
+    jobs: readonly string[],
+  ) {
     const registers = [this.registry];
     client.collectDefaultMetrics({ register: this.registry, prefix: 'spanbase_' });
     this.httpRequests = new client.Histogram({
@@ -79,7 +84,15 @@ export class Metrics {
       help: 'Records waiting to be written to the text index',
       registers,
       async collect() {
-        this.set(await textBacklog().catch(() => Number.NaN));
+        this.set(await backlogs.text().catch(() => Number.NaN));
+      },
+    });
+    new client.Gauge({
+      name: 'spanbase_rollup_days_unbuilt',
+      help: "Days whose dashboard rollup rows wait to be built (their dashboards read the days' hours meanwhile)",
+      registers,
+      async collect() {
+        this.set(await backlogs.rollupDays().catch(() => Number.NaN));
       },
     });
     const pool = store.pool;

@@ -834,6 +834,16 @@ export class RollupsRepo {
     return due.length;
   }
 
+  /** Days whose rows wait to be built (GET /metrics). */
+  async unbuiltDays(): Promise<number> {
+    const r = await this.db
+      .selectFrom('rollup_days')
+      .select((eb) => eb.fn.countAll().as('n'))
+      .where('built', '=', 0)
+      .executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
   /**
    * A day's rows from its hours' (in a rewriting transaction: a fold or a recompute of one of its
    * hours that commits meanwhile makes this one fail and run again on PostgreSQL; SQLite has one
