@@ -2,7 +2,8 @@
  * Dashboard rollups in the store (migration 032, domain/rollups.ts): ingestion's upserts (one per
  * count row and metric row a batch touches, added in SQL), the dashboard read (counts of a dim, then
  * the metric rows of the values shown, plus the records of the range's partial hours and of dirty
- * hours, in one snapshot), and the recompute of dirty hours and whole log streams from their records.
+ * hours, in one snapshot), the recompute of dirty hours and whole log streams from their records,
+ * and the building of days' rows from their hours' (migration 035; read for daily buckets).
  *
  * On PostgreSQL a recompute takes the log stream's advisory lock and ingestion a shared one before
  * it upserts, so that no batch's delta lands between a recompute's read of the records and its
