@@ -540,6 +540,14 @@ export class RollupsRepo {
         const parts: [string, string[]][] = [[dim, values]];
         if (nullBySubtraction) parts.push(['', ['null']]);
         const metricCols = cols.filter((c) => c !== COUNT_COL);
+        const scalarCols = metricCols.filter(isScalarMetric);
+        const keyCols = metricCols.filter((c) => !isScalarMetric(c));
+        const wanted: string[] = ['hour', 'value'];
+        for (const col of scalarCols) {
+          const k = scalarColumns(col);
+          wanted.push(k.c, k.s, k.t, k.lo, k.hi);
+        }
+        const withBins = scalarCols.some((c) => binCols.includes(c));
         // PostgreSQL hands the bins over in binary (array_send): parsing an int4[]'s text cost 60 to
         // 100 ms a dashboard at 1M records, the '' rows' lists being long.
         const pg = this.pg;
@@ -581,14 +589,7 @@ export class RollupsRepo {
                 hi: null,
                 bins: null,
               });
-            const scalarCols = metricCols.filter(isScalarMetric);
             if (scalarCols.length) {
-              const wanted: string[] = ['hour', 'value'];
-              for (const col of scalarCols) {
-                const k = scalarColumns(col);
-                wanted.push(k.c, k.s, k.t, k.lo, k.hi);
-              }
-              const withBins = scalarCols.some((c) => binCols.includes(c));
               const wide = trx
                 .selectFrom('rollup_scalars')
                 .select(wanted as any)
@@ -635,7 +636,6 @@ export class RollupsRepo {
                 }
               }
             }
-            const keyCols = metricCols.filter((c) => !isScalarMetric(c));
             if (!keyCols.length) continue;
             const measured = trx
               .selectFrom('rollups')
