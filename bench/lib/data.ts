@@ -102,7 +102,7 @@ export class DataGen {
     this.t = Date.UTC(2024, 4, 1) * 1000;
   }
 
-  private int(lo: number, hi: number) {
+  int(lo: number, hi: number) {
     return lo + Math.floor(this.r() * (hi - lo + 1));
   }
 
@@ -326,10 +326,22 @@ export const RECORDS_PER_TRACE = 5;
  * as costly as the server it measures. Each template is the JSON text of a generated trace with its
  * ids, session id and timestamps as holes; `fill` makes a new trace (fresh ids, later times) with one
  * string join. In the `metadata` profile the many-valued metadata are holes too (`T…` one value per
- * trace, `R…` a new value at each), so that every request carries values never sent before.
+ * trace, `R…` a new value at each), so that every request carries values never sent before. The LLM
+ * span's token counts are holes as well (`K…`), drawn for each trace as `trace` draws them: with
+ * only the templates' own counts, a range filter's matches would depend on which 256 counts the seed
+ * happened to give (one stage of bench:growth held 7× fewer records in 1,000–1,100 tokens than the
+ * one before, and its search walked 7× as far).
  */
+/** The LLM span's token counts in a template: filled for each trace (`TraceTemplates.fill`). */
+const TOKEN_HOLES = {
+  num_input_tokens: '@@Kin@@',
+  num_output_tokens: '@@Kout@@',
+  num_total_tokens: '@@Ktotal@@',
+};
+
 export class TraceTemplates {
   private readonly parts: string[][] = [];
+  private readonly gen: DataGen;
   private next = 0;
   private clock = Date.UTC(2024, 4, 1);
   /** The time (ms) of the last trace filled (the first's, less a second, before any). */
@@ -339,6 +351,7 @@ export class TraceTemplates {
 
   constructor(count = 256, seed = 42, profile: DataProfile = 'default') {
     const gen = new DataGen(seed, profile);
+    this.gen = gen;
     const holes = (meta: Record<string, string> | undefined) => {
       if (!meta) return;
       for (const k in meta) {
@@ -357,12 +370,18 @@ export class TraceTemplates {
           s.id = `@@I${k}@@`;
           s.created_at = `@@C${k}@@`;
           holes(s.user_metadata);
+          if (s.metrics?.num_input_tokens !== undefined) Object.assign(s.metrics, TOKEN_HOLES);
           k++;
           if (s.spans) walk(s.spans);
         }
       };
       walk(t.spans);
-      this.parts.push(JSON.stringify(t).split(/@@(\w+)@@/));
+      // A number's hole is written without the quotes its placeholder string gets.
+      this.parts.push(
+        JSON.stringify(t)
+          .replace(/"(@@K\w+@@)"/g, '$1')
+          .split(/@@(\w+)@@/),
+      );
     }
   }
 
@@ -373,6 +392,8 @@ export class TraceTemplates {
     const base = this.clock;
     let out = sessionId ? `{"session_id":"${sessionId}",` : '{';
     let request: Map<string, string> | null = null;
+    const tokensIn = this.gen.int(50, 3000);
+    const tokensOut = this.gen.int(10, 800);
     for (let i = 0; i < parts.length; i++) {
       if (i % 2 === 0) out += i === 0 ? parts[0].slice(1) : parts[i];
       else {
@@ -380,6 +401,8 @@ export class TraceTemplates {
         if (key[0] === 'I') out += randomUUID();
         else if (key[0] === 'C') out += new Date(base + Number(key.slice(1))).toISOString();
         else if (key[0] === 'R') out += manyValue(key.slice(1));
+        else if (key[0] === 'K')
+          out += key === 'Kin' ? tokensIn : key === 'Kout' ? tokensOut : tokensIn + tokensOut;
         else {
           request ??= new Map();
           let v = request.get(key);
