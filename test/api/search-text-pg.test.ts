@@ -137,6 +137,68 @@ if (storesUnderTest().includes('postgres')) {
       assert.deepEqual(left, [], 'blocks left without records go');
     });
 
+    test('a term in few blocks keeps its candidates past the cap; in more blocks, past the cap it has none', async () => {
+      const { projectId, logStreamId } = await projectWithLogStream(s);
+      const ids = Array.from({ length: 130 }, () => randomUUID());
+      await ingestTraces(
+        s,
+        projectId,
+        logStreamId,
+        ids.map((id, i) => ({ id, name: `z${i}`, input: `zanzibar ${i}` })),
+      );
+      const { indexer } = s.running.services.search;
+      await indexer.drain();
+      const blocks = new Set((await indexed(ids)).map((r) => r.block)).size;
+      assert.ok(blocks >= 2, `130 records take two blocks of 128 or more (${blocks})`);
+      const tree = validateFilterList(
+        [
+          {
+            column_id: 'input',
+            operator: 'contains',
+            value: 'Zanzibar',
+            case_sensitive: false,
+            type: 'text',
+          },
+        ],
+        ['body'],
+      );
+      const text = s.running.services.search.repo.text as { cap: number };
+      const cap = text.cap;
+      const candidatesAt = async (at: number) => {
+        text.cap = at;
+        try {
+          return [...(await s.running.services.search.repo.text.candidates(db(), tree, ['trace'])).values()];
+        } finally {
+          text.cap = cap;
+        }
+      };
+      // Few blocks (at most cap / 32): every record of them, though more than the cap.
+      const [few] = await candidatesAt(32 * blocks);
+      assert.ok(few && ids.every((id) => few.includes(id)), 'candidates: the blocks whole');
+      assert.ok(few.length > 32 * blocks, 'more records than the cap');
+      // One block more than that: past the cap, the search walks the run instead.
+      assert.deepEqual(await candidatesAt(32 * blocks - 1), [], 'no candidates');
+      // Either way the answer is exact.
+      const r = await s.call('POST', `/v2/projects/${projectId}/traces/search`, {
+        log_stream_id: logStreamId,
+        filters: [{ column_id: 'input', operator: 'contains', value: 'zanzibar 12', type: 'text' }],
+      });
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual(r.body.records.map((x: any) => x.name).sort(), [
+        'z12',
+        'z120',
+        'z121',
+        'z122',
+        'z123',
+        'z124',
+        'z125',
+        'z126',
+        'z127',
+        'z128',
+        'z129',
+      ]);
+    });
+
     test('the background indexer catches up on its own', async () => {
       const { projectId, logStreamId } = await projectWithLogStream(s);
       await ingestTraces(s, projectId, logStreamId, [{ name: 'bg', input: 'background job' }]);
