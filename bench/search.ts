@@ -24,6 +24,7 @@
  * The data is written straight into the store in the shape ingestion writes (ingestion itself is
  * measured by bench:ingest); the text index is then brought up to date and its rate printed.
  */
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -79,7 +80,7 @@ function rng(seed: number) {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-let r = rng(7);
+const r = rng(7);
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
 const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
 const WORDS = (
@@ -96,7 +97,12 @@ const sentence = (min: number, max: number) => {
   const s = out.join(' ');
   return s[0].toUpperCase() + s.slice(1);
 };
-const uuid = () => {
+/**
+ * Record ids: from the seeded generator while loading (the same data set at every run); random in the
+ * writes beside the searches, which a seeded generator's later stretch could repeat (mulberry32 has
+ * one cycle of 2^32 draws, and loading 5,000,000 records draws a good part of it).
+ */
+let uuid = () => {
   const h = () =>
     Math.floor(r() * 0x100000000)
       .toString(16)
@@ -759,10 +765,11 @@ async function runSize(sessions: number): Promise<QueryResult[]> {
     let writes = 0;
     let writeErrors = 0;
     let locked = 0;
+    let firstError = '';
     let slowest = 0;
     let searches = 0;
     const stopAt = performance.now() + seconds * 1000;
-    r = rng(Date.now() % 1_000_000_007); // new ids
+    uuid = randomUUID; // new ids
     const t0 = Date.UTC(2026, 0, 1) * 1000;
     let k = 0;
     const writer = async () => {
@@ -779,6 +786,7 @@ async function runSize(sessions: number): Promise<QueryResult[]> {
           writes += rows.length;
         } catch (err) {
           writeErrors++;
+          firstError ||= String((err as Error).message);
           if (/locked|busy/i.test(String((err as Error).message))) locked++;
         }
         slowest = Math.max(slowest, performance.now() - t);
@@ -795,7 +803,8 @@ async function runSize(sessions: number): Promise<QueryResult[]> {
     };
     await Promise.all([writer(), searcher(), searcher()]);
     console.log(
-      `\n  during ${seconds} s of writes: ${writes} records written, ${writeErrors} write errors (${locked} "locked"), slowest write ${slowest.toFixed(1)} ms; ${searches} searches`,
+      `\n  during ${seconds} s of writes: ${writes} records written, ${writeErrors} write errors (${locked} "locked"), slowest write ${slowest.toFixed(1)} ms; ${searches} searches` +
+        (firstError ? `\n  first write error: ${firstError.slice(0, 300)}` : ''),
     );
     saved.push({ writes, writeErrors, locked, slowestWriteMs: slowest, searches });
   }
