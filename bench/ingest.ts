@@ -42,6 +42,7 @@ import {
   poster,
   restingFiles,
   restingPgRelations,
+  pgServerCpuMs,
   startChildServer,
   textBacklog,
 } from './lib/server.ts';
@@ -93,6 +94,8 @@ if (store === 'postgres' && !pgUrl) {
   console.error('PostgreSQL needs SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL');
   process.exit(2);
 }
+/** PostgreSQL's CPU is counted only when its server runs on this machine. */
+const LOCAL_DB = !!pgUrl && ['localhost', '127.0.0.1', '::1', '[::1]'].includes(new URL(pgUrl).hostname);
 const SEED = 7;
 
 interface Job {
@@ -205,6 +208,7 @@ async function httpPhase(env: Record<string, string> = {}) {
     const latencies: number[] = [];
     const sampler = setInterval(() => server.peakRss(), 200);
     const cpu0 = server.cpuMs();
+    const db0 = dbCpuMs();
     const client0 = process.cpuUsage();
     const started = performance.now();
     let last = started;
@@ -237,6 +241,7 @@ async function httpPhase(env: Record<string, string> = {}) {
     while ((await textBacklog(server)) > 0) await new Promise((r) => setTimeout(r, 100));
     const searchableMs = performance.now() - started;
     const serverCpu = server.cpuMs() - cpu0;
+    const dbCpu = dbCpuMs() - db0;
     const c = process.cpuUsage(client0);
     const clientCpu = (c.user + c.system) / 1000;
     clearInterval(sampler);
@@ -273,6 +278,7 @@ async function httpPhase(env: Record<string, string> = {}) {
       sessions,
       burstCpu,
       serverCpu,
+      dbCpu,
       clientCpu,
       disk,
       busyDisk,
@@ -394,6 +400,7 @@ async function rawPhase() {
     let records = 0;
     let ms = 0;
     let cpu = 0;
+    let dbCpu = 0;
     // PostgreSQL: the batches go in over as many connections as the HTTP phase had clients
     // (--concurrency), each its own transaction, as a plain loader would. SQLite has one writer:
     // one batch at a time.
@@ -402,6 +409,7 @@ async function rawPhase() {
     const flush = async () => {
       const t0 = performance.now();
       const c0 = process.cpuUsage();
+      const db0 = dbCpuMs();
       let next = 0;
       await Promise.all(
         Array.from({ length: width }, async () => {
@@ -410,6 +418,7 @@ async function rawPhase() {
       );
       const c = process.cpuUsage(c0);
       cpu += (c.user + c.system) / 1000;
+      dbCpu += dbCpuMs() - db0;
       ms += performance.now() - t0;
       for (const rows of round) records += rows.length;
       round.length = 0;
@@ -438,12 +447,21 @@ async function rawPhase() {
     }
     await flush();
     await ingest.close();
-    return { records, ms, cpu };
+    return { records, ms, cpu, dbCpu };
   } finally {
     await s.close();
     fs.rmSync(dir, { recursive: true, force: true });
     if (store === 'postgres') await dropPgSchema(pgUrl as string, schema);
   }
+}
+
+/**
+ * PostgreSQL's CPU time so far (ms) when the bench's database runs on this machine, else 0: with the
+ * server's and the loader's own, it says where a record's CPU goes on a machine whose cores all phases
+ * share.
+ */
+function dbCpuMs(): number {
+  return store === 'postgres' && LOCAL_DB ? pgServerCpuMs() : 0;
 }
 
 console.log(
@@ -497,7 +515,10 @@ if (!args['skip-http']) {
   console.log(
     `       server CPU ${((http.burstCpu * 1000) / http.records).toFixed(1)} µs/record in the burst, ` +
       `${((http.serverCpu * 1000) / http.records).toFixed(1)} until searchable, ` +
-      `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record`,
+      `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record` +
+      (store === 'postgres'
+        ? `, PostgreSQL CPU ${((http.dbCpu * 1000) / http.records).toFixed(1)} µs/record until searchable`
+        : ''),
   );
   for (const d of http.dashboards)
     console.log(
@@ -507,7 +528,11 @@ if (!args['skip-http']) {
 if (!args['skip-raw']) {
   const raw = await rawPhase();
   console.log(
-    `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})`,
+    `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})` +
+      ` · loader CPU ${((raw.cpu * 1000) / raw.records).toFixed(1)} µs/row` +
+      (store === 'postgres'
+        ? ` · PostgreSQL CPU ${((raw.dbCpu * 1000) / raw.records).toFixed(1)} µs/row`
+        : ''),
   );
   if (http) {
     console.log(

@@ -53,6 +53,49 @@ function startCommand(): { flags: string[]; env: Record<string, string> } {
   return { flags: m[2].split(' ').filter(Boolean), env };
 }
 
+const TICK_MS = 10; // USER_HZ on Linux is 100
+
+/** A process's name, parent and CPU time from /proc/PID/stat (Linux): its own, and its reaped children's. */
+function procStat(
+  pid: number,
+): { pid: number; name: string; ppid: number; cpuMs: number; childrenMs: number } | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return {
+      pid,
+      name,
+      ppid: Number(f[1]),
+      cpuMs: (Number(f[11]) + Number(f[12])) * TICK_MS,
+      childrenMs: (Number(f[13]) + Number(f[14])) * TICK_MS,
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * CPU time (user + system, ms) used so far by the PostgreSQL server on this machine: every live
+ * `postgres` process, and through the postmaster's children counters the backends that have exited.
+ * Meaningful only when the bench's database runs here; nothing else should use it meanwhile.
+ */
+export function pgServerCpuMs(): number {
+  const procs = fs
+    .readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map((d) => procStat(Number(d)))
+    .filter((p): p is NonNullable<typeof p> => p?.name === 'postgres');
+  const pids = new Set(procs.map((p) => p.pid));
+  let ms = 0;
+  for (const p of procs) {
+    ms += p.cpuMs;
+    // The postmaster (its parent is no postgres process) has reaped every backend that exited.
+    if (!pids.has(p.ppid)) ms += p.childrenMs;
+  }
+  return ms;
+}
+
 export async function createPgSchema(url: string, schema: string): Promise<void> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
@@ -135,16 +178,7 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
     fs.writeFileSync(`/proc/${proc.pid}/clear_refs`, '5');
     peak = 0;
   };
-  const ticks = 100; // USER_HZ on Linux
-  const cpuMs = () => {
-    try {
-      const stat = fs.readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticks;
-    } catch {
-      return 0;
-    }
-  };
+  const cpuMs = () => procStat(proc.pid as number)?.cpuMs ?? 0;
   return {
     proc,
     url,
