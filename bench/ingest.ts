@@ -516,7 +516,7 @@ if (!args['skip-http']) {
     `       server CPU ${((http.burstCpu * 1000) / http.records).toFixed(1)} µs/record in the burst, ` +
       `${((http.serverCpu * 1000) / http.records).toFixed(1)} until searchable, ` +
       `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record` +
-      (store === 'postgres'
+      (store === 'postgres' && LOCAL_DB
         ? `, PostgreSQL CPU ${((http.dbCpu * 1000) / http.records).toFixed(1)} µs/record until searchable`
         : ''),
   );
@@ -530,7 +530,7 @@ if (!args['skip-raw']) {
   console.log(
     `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})` +
       ` · loader CPU ${((raw.cpu * 1000) / raw.records).toFixed(1)} µs/row` +
-      (store === 'postgres'
+      (store === 'postgres' && LOCAL_DB
         ? ` · PostgreSQL CPU ${((raw.dbCpu * 1000) / raw.records).toFixed(1)} µs/row`
         : ''),
   );
