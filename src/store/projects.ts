@@ -1,3 +1,4 @@
+import { retryTransient } from './retry.ts';
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from './db.ts';
 import type { DB, ProjectCollaboratorsTable, ProjectsTable } from './tables.ts';
@@ -189,17 +190,22 @@ export class ProjectsRepo {
     }
   }
 
-  /** Deletes a project and everything under it. */
+  /**
+   * Deletes a project and everything under it. Two deletes of one project at once can deadlock on
+   * PostgreSQL (each holds rows the other waits for); the loser runs again and finds less to delete.
+   */
   async delete(id: string): Promise<void> {
     try {
-      await this.db.transaction().execute(async (tx) => {
-        const runIds = tx.selectFrom('runs').select('id').where('project_id', '=', id);
-        // Score results and jobs have no foreign key: by run (their indexes lead with it).
-        await tx.deleteFrom('score_results').where('run_id', 'in', runIds).execute();
-        await tx.deleteFrom('jobs').where('run_id', 'in', runIds).execute();
-        await tx.deleteFrom('records').where('run_id', 'in', runIds).execute();
-        await tx.deleteFrom('projects').where('id', '=', id).execute();
-      });
+      await retryTransient(() =>
+        this.db.transaction().execute(async (tx) => {
+          const runIds = tx.selectFrom('runs').select('id').where('project_id', '=', id);
+          // Score results and jobs have no foreign key: by run (their indexes lead with it).
+          await tx.deleteFrom('score_results').where('run_id', 'in', runIds).execute();
+          await tx.deleteFrom('jobs').where('run_id', 'in', runIds).execute();
+          await tx.deleteFrom('records').where('run_id', 'in', runIds).execute();
+          await tx.deleteFrom('projects').where('id', '=', id).execute();
+        }),
+      );
     } finally {
       this.generation++;
     }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { projectWithLogStream } from '../helpers/fixtures.ts';
 import { type TestServer, startTestServer, storesUnderTest } from '../helpers/server.ts';
 
 for (const store of storesUnderTest()) {
@@ -136,6 +137,28 @@ for (const store of storesUnderTest()) {
         .execute();
       await new Promise((resolve) => setTimeout(resolve, 1100));
       assert.equal((await s.call('GET', '/v2/current_user', undefined, key.body.api_key)).status, 401);
+    });
+
+    test('deletes of one project at once answer 200 or 404, never a 5xx', async () => {
+      for (let round = 0; round < 3; round++) {
+        const { projectId, logStreamId } = await projectWithLogStream(s);
+        const traces = Array.from({ length: 40 }, (_, i) => ({
+          name: `t${i}`,
+          input: 'in',
+          spans: [{ type: 'llm', name: 'call', input: 'a', output: 'b' }],
+        }));
+        const ingest = await s.call('POST', `/v2/projects/${projectId}/traces`, {
+          log_stream_id: logStreamId,
+          traces,
+        });
+        assert.equal(ingest.status, 200, ingest.text);
+        const answers = await Promise.all(
+          Array.from({ length: 4 }, () => s.call('DELETE', `/v2/projects/${projectId}`)),
+        );
+        for (const a of answers) assert.ok([200, 404].includes(a.status), `${a.status} ${a.text}`);
+        assert.ok(answers.some((a) => a.status === 200));
+        assert.equal((await s.call('GET', `/v2/projects/${projectId}`)).status, 404);
+      }
     });
   });
 }

@@ -1,0 +1,18 @@
+/**
+ * PostgreSQL errors after which a transaction can simply run again: a deadlock it lost, or a
+ * serialization failure. Neither happens on SQLite, whose writes take one lock in turn.
+ */
+const TRANSIENT = new Set(['40P01', '40001']);
+
+/** Runs `work` (one whole transaction) again, up to 5 times, while it fails with a transient error. */
+export async function retryTransient<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (!code || !TRANSIENT.has(code) || attempt >= 5) throw err;
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+    }
+  }
+}
