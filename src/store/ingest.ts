@@ -19,6 +19,7 @@ import { jobRow } from './jobs.ts';
 import { type Store, ingestWriterPragmas } from './db.ts';
 import type { Flow, FlowResult, Read } from './ingest-flow.ts';
 import { SQLITE_DELTA, SQLITE_GAP } from './rollups.ts';
+import { retryTransient } from './retry.ts';
 import { SqliteWriter, type Step } from './sqlite-writer.ts';
 
 const NCOLS = RECORD_COLUMNS.length;
@@ -461,7 +462,6 @@ class SqliteIngest implements IngestStore {
 
 /** Rows per multi-row INSERT (PostgreSQL allows 65,535 parameters per statement). */
 const PG_CHUNK = 1000;
-const RETRYABLE = new Set(['40P01', '40001', '23505']);
 
 /** Catalogue rows per upsert statement (6 parameters each). */
 const CATALOGUE_CHUNK = 2000;
@@ -677,47 +677,45 @@ class PgIngest implements IngestStore {
     }
   }
 
-  async run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
-    for (let attempt = 0; ; attempt++) {
-      const client = await this.pool.connect();
-      let broken = false;
-      try {
-        await client.query('begin');
-        const gen = flow();
-        let step = gen.next();
-        while (!step.done) step = gen.next(await this.read(client, step.value));
-        const res = step.value;
-        if (res.plan) {
-          const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
-          const delta =
-            this.rollups && (res.plan.inserts.length || res.plan.updates.length)
-              ? rollupDeltaOf(res.plan)
-              : null;
-          await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000, delta);
-          if (!this.rollups && !this.gapsMarked.has(res.runId)) {
-            await client.query('insert into rollup_gaps (run_id) values ($1) on conflict do nothing', [
-              res.runId,
-            ]);
-          }
+  /** The flow in one transaction, run again after a lost race with a concurrent ingest (same ids). */
+  run<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+    return retryTransient(() => this.runOnce(flow), { uniqueRace: true });
+  }
+
+  private async runOnce<R>(flow: () => Flow<R>): Promise<FlowResult<R>> {
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query('begin');
+      const gen = flow();
+      let step = gen.next();
+      while (!step.done) step = gen.next(await this.read(client, step.value));
+      const res = step.value;
+      if (res.plan) {
+        const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
+        const delta =
+          this.rollups && (res.plan.inserts.length || res.plan.updates.length)
+            ? rollupDeltaOf(res.plan)
+            : null;
+        await this.apply(client, res.plan, res.runId, projectId, Date.now() * 1000, delta);
+        if (!this.rollups && !this.gapsMarked.has(res.runId)) {
+          await client.query('insert into rollup_gaps (run_id) values ($1) on conflict do nothing', [
+            res.runId,
+          ]);
         }
-        await client.query('commit');
-        if (!this.rollups) this.gapsMarked.add(res.runId);
-        return res;
-      } catch (err) {
-        try {
-          await client.query('rollback');
-        } catch {
-          broken = true;
-        }
-        const code = (err as { code?: string }).code;
-        if (code && RETRYABLE.has(code) && attempt < 5) {
-          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
-          continue;
-        }
-        throw err;
-      } finally {
-        client.release(broken);
       }
+      await client.query('commit');
+      if (!this.rollups) this.gapsMarked.add(res.runId);
+      return res;
+    } catch (err) {
+      try {
+        await client.query('rollback');
+      } catch {
+        broken = true;
+      }
+      throw err;
+    } finally {
+      client.release(broken);
     }
   }
 

@@ -36,6 +36,7 @@ import { PROMOTED_METRICS, type RecordBody, SPAN_TYPES, TOKEN_METRICS } from '..
 import { hourOf } from '../domain/rollups.ts';
 import { nowUs } from '../domain/time.ts';
 import { type Store, parseJson } from './db.ts';
+import { retryTransient } from './retry.ts';
 import type { DB } from './tables.ts';
 
 /** What a delete names: sessions, traces or spans (each with what hangs below it). */
@@ -53,8 +54,6 @@ export interface DeleteCounts {
   /** Records deleted in all (roots and what hung below them). */
   records: number;
 }
-
-const RETRYABLE = new Set(['40P01', '40001']);
 
 const DELETED_COLUMNS = [
   'id',
@@ -124,23 +123,14 @@ export class RecordDeletes {
 
   private async write(flow: () => DeleteFlow): Promise<DeleteCounts> {
     if (!this.pg) return this.runSqlite(flow);
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await this.store.db.transaction().execute(async (trx) => {
-          const gen = flow();
-          let step = gen.next();
-          while (!step.done) step = gen.next((await trx.executeQuery(step.value)).rows as Row[]);
-          return step.value;
-        });
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code && RETRYABLE.has(code) && attempt < 5) {
-          await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
-          continue;
-        }
-        throw err;
-      }
-    }
+    return retryTransient(() =>
+      this.store.db.transaction().execute(async (trx) => {
+        const gen = flow();
+        let step = gen.next();
+        while (!step.done) step = gen.next((await trx.executeQuery(step.value)).rows as Row[]);
+        return step.value;
+      }),
+    );
   }
 
   private readonly statements = new Map<string, SQLite.Statement>();

@@ -40,6 +40,7 @@ import {
 } from '../domain/rollups.ts';
 import type { InlineTallies } from '../domain/scoring-plan.ts';
 import type { Store } from './db.ts';
+import { retryTransient } from './retry.ts';
 import type { DB } from './tables.ts';
 
 /**
@@ -194,9 +195,6 @@ export const SQLITE_DELTA = 'insert into rollup_deltas (run_id, body) values (?,
 
 /** Rows of a SQLite statement at a time when a fold writes its upserts. */
 const SQLITE_FOLD_CHUNK = 100;
-
-/** PostgreSQL errors after which a recompute is tried again (it raced a fold or another recompute). */
-const RETRIED = new Set(['40001', '40P01', '23505']);
 
 /** SQLite: a batch's rollup writes as writer steps ([sql, args]), `chunk` rows a statement. */
 function sqliteRollupSteps(batch: RollupBatch, chunk: number): [string, unknown[]][] {
@@ -951,22 +949,16 @@ export class RollupsRepo {
    * (serialization, or a key both inserted), and it runs again.
    */
   private async rewriting(runId: string, body: (trx: Kysely<DB>) => Promise<void>): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const run = async (trx: Kysely<DB>) => {
-          const batch = new RollupBatch(this.dims);
-          await this.claimDeltas(trx, batch, { runId });
-          await this.writeBatch(trx, batch);
-          await body(trx);
-        };
-        if (this.pg) await this.db.transaction().setIsolationLevel('repeatable read').execute(run);
-        else await this.db.transaction().execute(run);
-        return;
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (!this.pg || attempt >= 5 || !code || !RETRIED.has(code)) throw err;
-      }
-    }
+    const run = async (trx: Kysely<DB>) => {
+      const batch = new RollupBatch(this.dims);
+      await this.claimDeltas(trx, batch, { runId });
+      await this.writeBatch(trx, batch);
+      await body(trx);
+    };
+    if (!this.pg) return this.db.transaction().execute(run);
+    await retryTransient(() => this.db.transaction().setIsolationLevel('repeatable read').execute(run), {
+      uniqueRace: true,
+    });
   }
 
   /** The dirty hours of a log stream (oldest first, at most `limit`). */

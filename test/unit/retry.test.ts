@@ -34,3 +34,28 @@ test('a lost deadlock or serialization failure runs again; other errors and the 
   );
   assert.equal(calls, 6, 'five retries, then the error');
 });
+
+test('a unique violation runs again only where the work reads what a racing insert won', async () => {
+  let calls = 0;
+  const dup = () =>
+    retryTransient(
+      async () => {
+        calls++;
+        if (calls === 1) throw failing('23505');
+        return 'done';
+      },
+      { uniqueRace: true },
+    );
+  assert.equal(await dup(), 'done');
+  assert.equal(calls, 2);
+
+  calls = 0;
+  await assert.rejects(
+    retryTransient(async () => {
+      calls++;
+      throw failing('23505');
+    }),
+    /23505/,
+  );
+  assert.equal(calls, 1, 'without uniqueRace a unique violation is final');
+});
