@@ -1,6 +1,6 @@
-import { retryTransient } from './retry.ts';
 import { type Kysely, sql } from 'kysely';
 import type { Dialect } from './db.ts';
+import { retryTransient } from './retry.ts';
 import type { DB, ProjectCollaboratorsTable, ProjectsTable } from './tables.ts';
 
 export type ProjectRow = ProjectsTable;

@@ -4,6 +4,19 @@ import { retryTransient } from '../../src/store/retry.ts';
 
 const failing = (code: string) => Object.assign(new Error(code), { code });
 
+/** Runs work that always fails with `code` through retryTransient: how many times it ran. */
+async function callsUntilFinal(code: string, opts?: { uniqueRace?: boolean }): Promise<number> {
+  let calls = 0;
+  await assert.rejects(
+    retryTransient(async () => {
+      calls++;
+      throw failing(code);
+    }, opts),
+    new RegExp(code),
+  );
+  return calls;
+}
+
 test('a lost deadlock or serialization failure runs again; other errors and the sixth failure do not', async () => {
   let calls = 0;
   const value = await retryTransient(async () => {
@@ -14,25 +27,8 @@ test('a lost deadlock or serialization failure runs again; other errors and the 
   assert.equal(value, 'done');
   assert.equal(calls, 3);
 
-  calls = 0;
-  await assert.rejects(
-    retryTransient(async () => {
-      calls++;
-      throw failing('23503');
-    }),
-    /23503/,
-  );
-  assert.equal(calls, 1, 'a foreign key violation is not retried');
-
-  calls = 0;
-  await assert.rejects(
-    retryTransient(async () => {
-      calls++;
-      throw failing('40P01');
-    }),
-    /40P01/,
-  );
-  assert.equal(calls, 6, 'five retries, then the error');
+  assert.equal(await callsUntilFinal('23503'), 1, 'a foreign key violation is not retried');
+  assert.equal(await callsUntilFinal('40P01'), 6, 'five retries, then the error');
 });
 
 test('a unique violation runs again only where the work reads what a racing insert won', async () => {
@@ -49,13 +45,5 @@ test('a unique violation runs again only where the work reads what a racing inse
   assert.equal(await dup(), 'done');
   assert.equal(calls, 2);
 
-  calls = 0;
-  await assert.rejects(
-    retryTransient(async () => {
-      calls++;
-      throw failing('23505');
-    }),
-    /23505/,
-  );
-  assert.equal(calls, 1, 'without uniqueRace a unique violation is final');
+  assert.equal(await callsUntilFinal('23505'), 1, 'without uniqueRace a unique violation is final');
 });
