@@ -354,8 +354,8 @@ export class ScoringService {
   async status(caller: Caller, projectId: string, runId: string) {
     const run = await this.runs.resolve(caller, projectId, runId);
     const settings = await this.repo.settings(run.id);
-    const counts = await this.repo.resultCounts(run.id);
-    for (const [scorerId, n] of await this.repo.batchedCounts(run.id)) {
+    const { results: counts, batched } = await this.repo.taskCounts(run.id);
+    for (const [scorerId, n] of batched) {
       const reason = waitReason(settings?.paused_reason);
       const same = counts.find(
         (c) => c.scorer_id === scorerId && c.status === 'pending' && c.reason === reason,

@@ -265,6 +265,20 @@ function callbackQueries(pool: pg.Pool): PostgresPool {
   };
 }
 
+/**
+ * Runs the reads of `body` on one snapshot, so that work committed between two of them (a batch
+ * expanded into its tasks, a delta folded) is seen by all or none: a read-only repeatable-read
+ * transaction on PostgreSQL; on SQLite a deferred transaction, whose first read fixes what it sees.
+ */
+export function inSnapshot<T>(
+  db: Kysely<DB>,
+  dialect: Dialect,
+  body: (trx: Kysely<DB>) => Promise<T>,
+): Promise<T> {
+  if (dialect !== 'postgres') return db.transaction().execute(body);
+  return db.transaction().setIsolationLevel('repeatable read').setAccessMode('read only').execute(body);
+}
+
 /** JSON columns come back as text on SQLite and parsed on PostgreSQL. */
 export function parseJson<T = unknown>(value: unknown): T | null {
   if (value === null || value === undefined) return null;

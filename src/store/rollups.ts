@@ -39,7 +39,7 @@ import {
   sumIntoDays,
 } from '../domain/rollups.ts';
 import type { InlineTallies } from '../domain/scoring-plan.ts';
-import type { Store } from './db.ts';
+import { inSnapshot, type Store } from './db.ts';
 import { retryTransient } from './retry.ts';
 import type { DB } from './tables.ts';
 
@@ -661,13 +661,7 @@ export class RollupsRepo {
     // What ingestion wrote so far is in the rows read (deltas of other processes' folds in flight too:
     // the fold waits for them).
     await this.fold({ runId });
-    if (this.pg)
-      return this.db
-        .transaction()
-        .setIsolationLevel('repeatable read')
-        .setAccessMode('read only')
-        .execute(body);
-    return this.db.transaction().execute(body);
+    return inSnapshot(this.db, this.pg ? 'postgres' : 'sqlite', body);
   }
 
   /**

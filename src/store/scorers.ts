@@ -7,7 +7,7 @@ import { type InlineTallies, SCORE_BATCH_JOB, type ScoreBatch, batchPairs } from
 import type { Dialect } from '../query/sql-dialect.ts';
 import { toRow } from '../domain/ingest-plan.ts';
 import type { RecordRow, StoredRecord } from '../domain/records.ts';
-import { parseJson, toJson } from './db.ts';
+import { inSnapshot, parseJson, toJson } from './db.ts';
 import type { DB } from './tables.ts';
 
 export interface ScorerRow {
@@ -367,6 +367,17 @@ export class ScorersRepo {
       for (const r of rows) out.push(...batchPairs(batchOf(r.payload)));
     }
     return out;
+  }
+
+  /**
+   * A run's result counts and the tasks still only in its unexpanded batches, from one snapshot: a
+   * batch expanded between two separate reads would be counted in neither.
+   */
+  async taskCounts(runId: string) {
+    return inSnapshot(this.db, this.dialect, async (trx) => {
+      const repo = new ScorersRepo(trx, this.dialect);
+      return { results: await repo.resultCounts(runId), batched: await repo.batchedCounts(runId) };
+    });
   }
 
   /**

@@ -8,7 +8,7 @@ import { type PageFormat, pageBodyOf } from '../domain/record-json.ts';
 import { type StoredRecord, recordToApi } from '../domain/records.ts';
 import type { TextCandidates } from '../query/compile.ts';
 import { hasFeedbackSql, recordFeedback } from './annotations.ts';
-import type { Store } from './db.ts';
+import { inSnapshot, type Store } from './db.ts';
 import { type RecordSearch, type SearchStore, pageQuery, recordsFrom } from './search-query.ts';
 import { PgTextCandidates, pgIndexableLeaves } from './search-text-pg.ts';
 import type { DB } from './tables.ts';
@@ -69,11 +69,9 @@ export class PgSearch implements SearchStore {
       return { rows, feedback };
     };
     if (!pgIndexableLeaves(q.tree).length) return read(this.store.db);
-    return this.store.db
-      .transaction()
-      .setIsolationLevel('repeatable read')
-      .setAccessMode('read only')
-      .execute(async (trx) => read(trx, await this.text.candidates(trx, q.tree, q.types)));
+    return inSnapshot(this.store.db, 'postgres', async (trx) =>
+      read(trx, await this.text.candidates(trx, q.tree, q.types)),
+    );
   }
 
   async searchPage(q: RecordSearch, page: PageFormat): Promise<Buffer> {
