@@ -25,7 +25,7 @@ export interface AggregateSpec {
  */
 export interface CellValues {
   bucket: number | ArrayLike<number>;
-  groups: readonly unknown[];
+  groups: ArrayLike<unknown>;
   metrics: readonly (Float64Array | null)[];
 }
 
@@ -278,9 +278,28 @@ function shownCells(
 }
 
 /**
+ * A read of one bucket is aggregated when added if it has at most 1 distinct group per this many
+ * records: its cells then take less memory than its records' values (a few groups, as people group
+ * by type, model or a metadata key of few values), and the scan's memory follows the cells, not the
+ * records in range (at 10,000,000 records, hundreds of MB). Reads of many groups (a group per
+ * session) stay as values: most of their groups will not be shown, and a cell costs more than a value.
+ */
+const AGGREGATE_AT_RATIO = 4;
+
+/** A read aggregated when added: its cells (bucket, group index) with the scan's aggregates. */
+interface ReadCells {
+  bucket: number;
+  group: Int32Array;
+  values: Float64Array[];
+}
+
+/**
  * The records a reader thread read, kept between the two steps of a grouped query: first the count
  * of records per group (to rank the groups over every thread's part), then the cells of the groups
  * shown. Groups that are not shown (a group per session, say) then cost a count, not a cell.
+ *
+ * Each read must hold every record of its buckets (a bucket is in one read only), as the reader
+ * thread reads them: a read's cells are then whole, and can be aggregated as it is added.
  */
 export class GroupScan {
   private readonly index = new Map<unknown, number>();
@@ -288,7 +307,21 @@ export class GroupScan {
   private readonly counts: number[] = [];
   /** Group index of each code (a text group's place in the dictionary the reads use). */
   private codes: number[] | null = null;
+  /** Reads kept as values, aggregated once the shown groups are known. */
   private readonly reads: ScanRead[] = [];
+  /** Reads aggregated when added. */
+  private readonly aggregated: ReadCells[] = [];
+  /** The values the whole-range percentiles need of the aggregated reads' records. */
+  private readonly totalsOnly: ScanRead[] = [];
+
+  /**
+   * `specs`: the cells' aggregates; `totalMetrics`: the metrics (value list indices) whose values
+   * over the whole range `groupValues` hands over.
+   */
+  constructor(
+    private readonly specs: readonly AggregateSpec[],
+    private readonly totalMetrics: readonly number[],
+  ) {}
 
   add(values: CellValues): void {
     const rows = values.groups.length;
@@ -297,12 +330,18 @@ export class GroupScan {
     // own finds them faster than the table of every group met.
     const local = new Map<unknown, number>();
     const codes = this.codes;
+    const codesMet = codes ? new Uint8Array(codes.length) : null;
+    let distinctCodes = 0;
     for (let i = 0; i < rows; i++) {
       const g = values.groups[i] ?? null;
       if (codes !== null && typeof g === 'number') {
         const coded = codes[g];
         this.counts[coded]++;
         group[i] = coded;
+        if (codesMet![g] === 0) {
+          codesMet![g] = 1;
+          distinctCodes++;
+        }
         continue;
       }
       let gi = local.get(g);
@@ -319,8 +358,23 @@ export class GroupScan {
       this.counts[gi]++;
       group[i] = gi;
     }
-    const bucket = typeof values.bucket === 'number' ? values.bucket : Int32Array.from(values.bucket);
-    this.reads.push({ bucket, group, metrics: [...values.metrics] });
+    const { bucket, metrics } = values;
+    if (typeof bucket === 'number' && (local.size + distinctCodes) * AGGREGATE_AT_RATIO <= rows) {
+      const t = aggregateCells(this.specs, { bucket, groups: group, metrics });
+      this.aggregated.push({ bucket, group: Int32Array.from(t.g as number[]), values: t.values });
+      if (this.totalMetrics.length)
+        this.totalsOnly.push({
+          bucket,
+          group,
+          metrics: metrics.map((m, i) => (this.totalMetrics.includes(i) ? m : null)),
+        });
+      return;
+    }
+    this.reads.push({
+      bucket: typeof bucket === 'number' ? bucket : Int32Array.from(bucket),
+      group,
+      metrics: [...metrics],
+    });
   }
 
   /** Up to `limit` text values met at least `min` times, most met first. */
@@ -347,53 +401,39 @@ export class GroupScan {
   }
 
   /**
-   * The cells of the given groups. A read of one bucket holds every record of its cells, so such
-   * reads are aggregated a bucket at a time: the copies and sorted values a bucket needs are then
-   * the size of the bucket, not of the whole range (at 5,000,000 records, a few hundred MB).
+   * The cells of the given groups, by bucket and then by place in `shown`. A read of one bucket
+   * holds every record of its cells, so reads kept as values are aggregated a bucket at a time: the
+   * copies and sorted values a bucket needs are then the size of the bucket, not of the whole range.
    */
-  cells(specs: readonly AggregateSpec[], shown: readonly unknown[]): CellTable {
-    const place = new Map(shown.map((g, k) => [g, k]));
-    const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
+  cells(shown: readonly unknown[]): CellTable {
+    const placeOf = this.placeOf(shown);
+    const parts: CellTable[] = [];
     if (this.reads.some((r) => typeof r.bucket !== 'number'))
-      return shownCells(this.reads, specs, shown, placeOf);
-    const byBucket = new Map<number, ScanRead[]>();
-    for (const r of this.reads) {
-      const list = byBucket.get(r.bucket as number);
-      if (list) list.push(r);
-      else byBucket.set(r.bucket as number, [r]);
+      parts.push(shownCells(this.reads, this.specs, shown, placeOf));
+    else for (const r of this.reads) parts.push(shownCells([r], this.specs, shown, placeOf));
+    for (const a of this.aggregated) {
+      const keep: number[] = [];
+      for (let c = 0; c < a.group.length; c++) if (placeOf[a.group[c]] >= 0) keep.push(c);
+      parts.push({
+        b: keep.map(() => a.bucket),
+        g: keep.map((c) => shown[placeOf[a.group[c]]]),
+        values: a.values.map((col) => Float64Array.from(keep, (c) => col[c])),
+      });
     }
-    const b: number[] = [];
-    const g: unknown[] = [];
-    const parts: Float64Array[][] = specs.map(() => []);
-    for (const bucket of [...byBucket.keys()].sort((x, y) => x - y)) {
-      const part = shownCells(byBucket.get(bucket)!, specs, shown, placeOf);
-      b.push(...part.b);
-      g.push(...part.g);
-      for (let i = 0; i < specs.length; i++) parts[i].push(part.values[i]);
-    }
-    const values = parts.map((list) => {
-      const joined = new Float64Array(b.length);
-      let at = 0;
-      for (const v of list) {
-        joined.set(v, at);
-        at += v.length;
-      }
-      return joined;
-    });
-    return { b, g, values };
+    return inCellOrder(parts, shown, this.specs.length);
   }
 
   /**
-   * For each metric in `metrics`, the present values of the shown groups' records, by group: group
-   * k's (the k-th of `shown`) at [start[k], start[k + 1]).
+   * For each metric the scan was made for (`totalMetrics`), the present values of the shown groups'
+   * records, by group: group k's (the k-th of `shown`) at [start[k], start[k + 1]).
    */
-  groupValues(metrics: readonly number[], shown: readonly unknown[]): GroupValues[] {
-    const place = new Map(shown.map((g, k) => [g, k]));
-    const placeOf = Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
-    return metrics.map((metric) => {
+  groupValues(shown: readonly unknown[]): GroupValues[] {
+    const placeOf = this.placeOf(shown);
+    const reads = [...this.reads, ...this.totalsOnly];
+    return this.totalMetrics.map((metric) => {
       const start = new Int32Array(shown.length + 1);
       const each = (fn: (k: number, x: number) => void) => {
-        for (const r of this.reads) {
+        for (const r of reads) {
           const v = r.metrics[metric];
           if (!v) continue;
           for (let i = 0; i < r.group.length; i++) {
@@ -412,6 +452,28 @@ export class GroupScan {
       return { metric, start, values };
     });
   }
+
+  /** Each group index's place among `shown`, or -1. */
+  private placeOf(shown: readonly unknown[]): Int32Array {
+    const place = new Map(shown.map((g, k) => [g, k]));
+    return Int32Array.from(this.groups, (g) => place.get(g) ?? -1);
+  }
+}
+
+/** The cells of `parts` in one table, ordered by bucket and then by the group's place in `shown`. */
+function inCellOrder(parts: readonly CellTable[], shown: readonly unknown[], columns: number): CellTable {
+  const place = new Map(shown.map((g, k) => [g, k]));
+  const rows: { b: number; k: number; part: CellTable; i: number }[] = [];
+  for (const part of parts)
+    for (let i = 0; i < part.b.length; i++) rows.push({ b: part.b[i], k: place.get(part.g[i])!, part, i });
+  rows.sort((x, y) => x.b - y.b || x.k - y.k);
+  return {
+    b: rows.map((r) => r.b),
+    g: rows.map((r) => r.part.g[r.i]),
+    values: Array.from({ length: columns }, (_, col) =>
+      Float64Array.from(rows, (r) => r.part.values[col][r.i]),
+    ),
+  };
 }
 
 /** A metric's values by group (see GroupScan.groupValues). */

@@ -24,7 +24,7 @@ export interface ReaderCalls {
   /** A grouped scan of some buckets, kept by the thread under the request's id, and its group counts. */
   scan: { args: CellJob; result: { groups: unknown[]; counts: Float64Array } };
   /** The cells of the shown groups from a kept scan (which the thread then drops). */
-  take: { args: { scan: number; shown: unknown[]; totalMetrics: number[] }; result: TakenCells };
+  take: { args: { scan: number; shown: unknown[] }; result: TakenCells };
   /** Drops a kept scan. */
   drop: { args: { scan: number }; result: null };
   /**

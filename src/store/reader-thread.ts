@@ -66,9 +66,9 @@ async function answer(
       if (!entry) throw new Error('no such scan');
       const specs = aggregateSpecs(entry.q.metrics, false);
       const out = new CellCollector(specs.map((s) => s.name));
-      out.addColumns(entry.scan.cells(specs, msg.args.shown));
+      out.addColumns(entry.scan.cells(msg.args.shown));
       const cells = out.done();
-      const values = entry.scan.groupValues(msg.args.totalMetrics, msg.args.shown);
+      const values = entry.scan.groupValues(msg.args.shown);
       const moved = [...cellBuffers(cells), ...values.flatMap((v) => [v.start.buffer, v.values.buffer])];
       return { result: { cells, values }, moved: moved as ArrayBuffer[] };
     }

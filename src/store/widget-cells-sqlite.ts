@@ -34,6 +34,7 @@ import {
   groupExpr,
   readValue,
   shownGroups,
+  totalPercentileMetrics,
   valueReads,
 } from './widget-cells.ts';
 
@@ -101,9 +102,8 @@ export class SqliteWidgetCells implements WidgetCellsStore {
         counts.set(value, (counts.get(value) ?? 0) + s.counts[i]);
       });
     const { shown, groupCount } = shownGroups(q, counts, groupLimit);
-    const totalMetrics = q.metrics.flatMap((m, i) => (m.totalPercentiles.size > 0 ? [i] : []));
     const taken = await Promise.all(
-      scans.map((s) => readers.send(s.reader, 'take', { scan: s.id, shown, totalMetrics }).answer),
+      scans.map((s) => readers.send(s.reader, 'take', { scan: s.id, shown }).answer),
     );
     return {
       shown,
@@ -155,7 +155,7 @@ export class SqliteWidgetCells implements WidgetCellsStore {
    * `GroupScan.cells` (one read transaction, one snapshot).
    */
   scanHere(q: CellQuery, part: { from: number; to: number }): Promise<GroupScan> {
-    const scan = new GroupScan();
+    const scan = new GroupScan(aggregateSpecs(q.metrics, false), totalPercentileMetrics(q.metrics));
     return this.cellsHere(q, { ...part, totals: false }, scan).then(() => scan);
   }
 

@@ -123,6 +123,11 @@ export function readValue(read: ValueRead, metrics: readonly MetricSpec[], d: Sq
   };
 }
 
+/** The metrics (their indices, which are their value reads') whose whole-range percentiles are wanted. */
+export function totalPercentileMetrics(metrics: readonly MetricSpec[]): number[] {
+  return metrics.flatMap((m, i) => (m.totalPercentiles.size > 0 ? [i] : []));
+}
+
 /**
  * The aggregate columns of a cell, in order: the record count `n`, then per metric `<key>_n` and
  * what its widgets need; only the whole-range percentiles for `percentilesOnly`. Each column reads

@@ -96,10 +96,11 @@ describe('widget cells grouped in JavaScript', () => {
     );
   });
 
-  test('a grouped scan read in parts counts every group and gives the shown groups the same cells', () => {
+  test('a grouped scan read in parts counts every group and gives the shown groups the same cells and values', () => {
     fc.assert(
       fc.property(
-        fc.array(record, { maxLength: 200 }),
+        // Lengths up to the maximum: buckets of many records and few groups are aggregated as read.
+        fc.array(record, { maxLength: 200, size: 'max' }),
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 6 }),
         fc.boolean(),
@@ -109,25 +110,17 @@ describe('widget cells grouped in JavaScript', () => {
           const records = coded
             ? generated.map((r) => ({ ...r, group: typeof r.group === 'number' ? String(r.group) : r.group }))
             : generated;
-          const scan = new GroupScan();
-          // Reads of records of any buckets, or (as the reader thread reads them) of one bucket each,
-          // a bucket maybe in several reads.
+          const scan = new GroupScan(SPECS, [0]);
+          // Reads as the reader thread makes them: each holds every record of its buckets, either
+          // one bucket (its number given once) or several (a number per record).
           const reads: { bucket: number | number[]; groups: unknown[]; metrics: (Float64Array | null)[] }[] =
             [];
-          const cut = (list: Rec[], bucket?: number) => {
-            const size = Math.ceil(list.length / pieces) || 1;
-            for (let at = 0; at < list.length; at += size) {
-              const piece = input(list.slice(at, at + size));
-              reads.push(bucket === undefined ? piece : { ...piece, bucket });
-            }
-          };
-          if (oneBucketReads)
-            for (const b of new Set(records.map((r) => r.bucket)))
-              cut(
-                records.filter((r) => r.bucket === b),
-                b,
-              );
-          else cut(records);
+          const buckets = [...new Set(records.map((r) => r.bucket))];
+          const of = (b: number) => records.filter((r) => r.bucket === b);
+          if (oneBucketReads) for (const b of buckets) reads.push({ ...input(of(b)), bucket: b });
+          else
+            for (let k = 0; k < pieces; k++)
+              reads.push(input(buckets.filter((_, i) => i % pieces === k).flatMap(of)));
           // After the first piece, text values met at least twice come as their dictionary place.
           let dictionary: string[] | null = null;
           for (const piece of reads) {
@@ -155,9 +148,22 @@ describe('widget cells grouped in JavaScript', () => {
             ranked.slice(0, limit).map(([g]) => g),
           );
           check(
-            scan.cells(SPECS, shown),
+            scan.cells(shown),
             records.filter((r) => shown.includes(r.group)),
           );
+          // The values the whole-range percentiles need: each shown group's present values.
+          const [values] = scan.groupValues(shown);
+          shown.forEach((g, k) => {
+            // -0 and 0 alike (+ 0), as in `check`.
+            const got = [...values.values.subarray(values.start[k], values.start[k + 1])]
+              .map((x) => x + 0)
+              .sort((x, y) => x - y);
+            const want = records
+              .filter((r) => r.group === g && r.value !== null)
+              .map((r) => (r.value as number) + 0)
+              .sort((x, y) => x - y);
+            assert.deepEqual(got, want);
+          });
         },
       ),
       { numRuns: 300 },
