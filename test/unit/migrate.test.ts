@@ -14,6 +14,9 @@ test('a migration is retried when another schema, or a table of one, vanished un
   assert.equal(otherSchemaVanished('relation "c_2.records" does not exist', 'c_2'), false);
   assert.equal(otherSchemaVanished('relation "records" does not exist', 'c_2'), false);
   assert.equal(otherSchemaVanished('syntax error at or near "x"', 'c_2'), false);
+  assert.equal(otherSchemaVanished('cache lookup failed for namespace 280383', 'c_2'), true);
+  assert.equal(otherSchemaVanished('cache lookup failed for relation 99', 'c_2'), true);
+  assert.equal(otherSchemaVanished('cache lookup failed for function 7', 'c_2'), false);
 });
 
 test('SQLite page size: a new store gets 16 KiB pages; a store above the size limit keeps its own', async () => {
