@@ -2,6 +2,7 @@
  * What the main thread asks of a reader thread (reader-thread.ts) and what it answers, declared once
  * for both sides: each call's arguments and result.
  */
+import type { BinAsk, BinValues } from '../domain/cell-aggregates.ts';
 import type { ExportOptions } from '../domain/record-export.ts';
 import type { PageFormat } from '../domain/record-json.ts';
 import type { RecordSearch } from './search-query.ts';
@@ -23,8 +24,14 @@ export interface ReaderCalls {
   cells: { args: CellJob; result: ThreadCells };
   /** A grouped scan of some buckets, kept by the thread under the request's id, and its group counts. */
   scan: { args: CellJob; result: { groups: unknown[]; counts: Float64Array } };
-  /** The cells of the shown groups from a kept scan (which the thread then drops). */
+  /**
+   * The cells of the shown groups from a kept scan, and the bin counts of the metrics whose
+   * whole-range percentiles are wanted. The thread then drops the scan, unless it has such metrics:
+   * it then keeps it for `binValues`.
+   */
   take: { args: { scan: number; shown: unknown[] }; result: TakenCells };
+  /** The values in some bins from a scan kept by `take` (which the thread then drops). */
+  binValues: { args: { scan: number; asks: BinAsk[] }; result: BinValues[] };
   /** Drops a kept scan. */
   drop: { args: { scan: number }; result: null };
   /**

@@ -28,8 +28,11 @@ const searchStore = async () => (search ??= new (await import('./search-sqlite.t
 const widgetStore = async () =>
   (widgets ??= new (await import('./widget-cells-sqlite.ts')).SqliteWidgetCells(store));
 
-/** Grouped scans kept until the main thread takes their shown groups' cells (or drops them). */
-const kept = new Map<number, { scan: GroupScan; q: CellQuery }>();
+/**
+ * Grouped scans kept until the main thread takes their shown groups' cells and, when it wants
+ * whole-range percentiles, their values in some bins (or drops them); `shown` once taken.
+ */
+const kept = new Map<number, { scan: GroupScan; q: CellQuery; shown?: unknown[] }>();
 
 /** Exports under way, kept until they end or the main thread closes them. */
 const exports = new Map<number, AsyncGenerator<string>>();
@@ -62,15 +65,26 @@ async function answer(
     }
     case 'take': {
       const entry = kept.get(msg.args.scan);
-      kept.delete(msg.args.scan);
       if (!entry) throw new Error('no such scan');
       const specs = aggregateSpecs(entry.q.metrics, false);
       const out = new CellCollector(specs.map((s) => s.name));
       out.addColumns(entry.scan.cells(msg.args.shown));
       const cells = out.done();
-      const values = entry.scan.groupValues(msg.args.shown);
-      const moved = [...cellBuffers(cells), ...values.flatMap((v) => [v.start.buffer, v.values.buffer])];
-      return { result: { cells, values }, moved: moved as ArrayBuffer[] };
+      const bins = entry.scan.binCounts(msg.args.shown);
+      if (bins.length) entry.shown = msg.args.shown;
+      else kept.delete(msg.args.scan);
+      const moved = [
+        ...cellBuffers(cells),
+        ...bins.flatMap((b) => b.groups.flatMap((g) => [g.bins.buffer, g.counts.buffer])),
+      ];
+      return { result: { cells, bins }, moved: moved as ArrayBuffer[] };
+    }
+    case 'binValues': {
+      const entry = kept.get(msg.args.scan);
+      kept.delete(msg.args.scan);
+      if (!entry?.shown) throw new Error('no such scan');
+      const result = entry.scan.binValues(entry.shown, msg.args.asks);
+      return { result, moved: result.flatMap((v) => [v.values.buffer, v.counts.buffer]) as ArrayBuffer[] };
     }
     case 'drop':
       kept.delete(msg.args.scan);

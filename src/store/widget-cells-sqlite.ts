@@ -8,7 +8,7 @@
  * JavaScript (domain/cell-aggregates.ts), without SQLite's sort.
  */
 import { type Kysely, sql } from 'kysely';
-import { GroupScan, aggregateCells, numbers, percentileTotals } from '../domain/cell-aggregates.ts';
+import { GroupScan, PercentilePlan, aggregateCells, numbers } from '../domain/cell-aggregates.ts';
 import {
   CellCollector,
   type CellColumns,
@@ -90,8 +90,9 @@ export class SqliteWidgetCells implements WidgetCellsStore {
       );
     }
     // Grouped: each thread counts its records per group and keeps them; the groups are ranked over
-    // every thread's counts; then each thread computes the cells of the shown groups only, and hands
-    // over their values of the metrics whose whole-range percentiles are wanted.
+    // every thread's counts; then each thread computes the cells of the shown groups only and, for the
+    // metrics whose whole-range percentiles are wanted, counts their values by bin; last, each hands
+    // over its values in the bins that hold the wanted ranks (PercentilePlan).
     const scans = await this.scan(
       readers,
       split.map((p) => ({ q, ...p, totals: false })),
@@ -102,24 +103,36 @@ export class SqliteWidgetCells implements WidgetCellsStore {
         counts.set(value, (counts.get(value) ?? 0) + s.counts[i]);
       });
     const { shown, groupCount } = shownGroups(q, counts, groupLimit);
-    const taken = await Promise.all(
-      scans.map((s) => readers.send(s.reader, 'take', { scan: s.id, shown }).answer),
-    );
-    return {
-      shown,
-      groupCount,
-      cells: rowsOf(
-        taken.map((t) => t.cells),
+    try {
+      const taken = await Promise.all(
+        scans.map((s) => readers.send(s.reader, 'take', { scan: s.id, shown }).answer),
+      );
+      let percentileTotals: CellRow[] | null = null;
+      if (needTotals) {
+        const plan = new PercentilePlan(
+          aggregateSpecs(q.metrics, true),
+          shown,
+          taken.map((t) => t.bins),
+        );
+        const found = await Promise.all(
+          scans.map((s) => readers.send(s.reader, 'binValues', { scan: s.id, asks: plan.asks }).answer),
+        );
+        percentileTotals = plan.rows(found) as CellRow[];
+      }
+      return {
         shown,
-      ),
-      percentileTotals: needTotals
-        ? (percentileTotals(
-            aggregateSpecs(q.metrics, true),
-            shown,
-            taken.map((t) => t.values),
-          ) as CellRow[])
-        : null,
-    };
+        groupCount,
+        cells: rowsOf(
+          taken.map((t) => t.cells),
+          shown,
+        ),
+        percentileTotals,
+      };
+    } catch (err) {
+      // Scans a thread still keeps (a pass failed elsewhere) are dropped.
+      for (const s of scans) void readers.send(s.reader, 'drop', { scan: s.id }).answer.catch(() => {});
+      throw err;
+    }
   }
 
   /**

@@ -6,7 +6,7 @@
  * (domain/dashboards.ts).
  */
 import { type RawBuilder, sql } from 'kysely';
-import type { AggregateSpec, GroupValues } from '../domain/cell-aggregates.ts';
+import type { AggregateSpec, BinCounts } from '../domain/cell-aggregates.ts';
 import { type CellColumns, type CellRow, rankGroups } from '../domain/cell-columns.ts';
 import { type TextCandidates, columnValue, compileFilterTree } from '../query/compile.ts';
 import type { ColumnDef } from '../query/columns.ts';
@@ -79,10 +79,10 @@ export interface CellJob {
   totals: boolean;
 }
 
-/** The cells of the shown groups from a kept scan, and their values of some metrics. */
+/** The cells of the shown groups from a kept scan, and their values of some metrics counted by bin. */
 export interface TakenCells {
   cells: CellColumns;
-  values: GroupValues[];
+  bins: BinCounts[];
 }
 
 /**

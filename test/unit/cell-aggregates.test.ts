@@ -5,8 +5,10 @@ import {
   type AggregateSpec,
   GroupScan,
   aggregateCells,
+  PercentilePlan,
   numbers,
   select,
+  valueBin,
 } from '../../src/domain/cell-aggregates.ts';
 import { compareGroupValues, rankGroups } from '../../src/domain/cell-columns.ts';
 import { type Aggregation, aggregate } from '../../src/domain/dashboards.ts';
@@ -86,6 +88,25 @@ const input = (records: Rec[]) => ({
   metrics: [numbers(records.map((r) => r.value)), null],
 });
 
+/** Each shown group's whole-range P50 and P95, from scans over parts of `records`, as the definitions. */
+function checkTotals(scans: GroupScan[], shown: unknown[], records: Rec[]) {
+  const plan = new PercentilePlan(
+    SPECS,
+    shown,
+    scans.map((s) => s.binCounts(shown)),
+  );
+  const rows = plan.rows(scans.map((s) => s.binValues(shown, plan.asks)));
+  shown.forEach((g, k) => {
+    const values = records.filter((r) => r.group === g).map((r) => r.value);
+    for (const name of ['m0_p50', 'm0_p95']) {
+      const want = aggregate(AS[name], values);
+      const got = rows[k][name] as number | null;
+      // -0 and 0 alike (+ 0), as in `check`.
+      assert.equal(got === null ? null : got + 0, want === null ? null : want + 0, `${name} of ${String(g)}`);
+    }
+  });
+}
+
 describe('widget cells grouped in JavaScript', () => {
   test('aggregateCells agrees with the plain definitions', () => {
     fc.assert(
@@ -151,23 +172,52 @@ describe('widget cells grouped in JavaScript', () => {
             scan.cells(shown),
             records.filter((r) => shown.includes(r.group)),
           );
-          // The values the whole-range percentiles need: each shown group's present values.
-          const [values] = scan.groupValues(shown);
-          shown.forEach((g, k) => {
-            // -0 and 0 alike (+ 0), as in `check`.
-            const got = [...values.values.subarray(values.start[k], values.start[k + 1])]
-              .map((x) => x + 0)
-              .sort((x, y) => x - y);
-            const want = records
-              .filter((r) => r.group === g && r.value !== null)
-              .map((r) => (r.value as number) + 0)
-              .sort((x, y) => x - y);
-            assert.deepEqual(got, want);
-          });
+          // Whole-range percentiles from the scan's bin counts and values in the asked bins.
+          checkTotals([scan], shown, records);
         },
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('whole-range percentiles over several threads', () => {
+  test('the bins and the values in the asked bins give the exact percentile', () => {
+    const value = fc.oneof(
+      fc.constant(null),
+      fc.constantFrom(0, -0, 1, 7, -3),
+      fc.integer({ min: -1000, max: 1000 }),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.double({ noNaN: true, min: 0.999, max: 1.001 }),
+    );
+    const rec = fc.record({
+      bucket: fc.integer({ min: 0, max: 3 }),
+      group: fc.constantFrom<unknown>('a', 'b', 2),
+      value,
+    });
+    fc.assert(
+      fc.property(fc.array(rec, { maxLength: 300 }), fc.integer({ min: 1, max: 4 }), (records, threads) => {
+        // Each thread reads whole buckets, as the reader threads do.
+        const scans = Array.from({ length: threads }, () => new GroupScan(SPECS, [0]));
+        for (const b of new Set(records.map((r) => r.bucket)))
+          scans[b % threads].add({ ...input(records.filter((r) => r.bucket === b)), bucket: b });
+        checkTotals(scans, ['a', 'b', 2, 'unseen'], records);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('bins are ordered as their values, and about 2% wide', () => {
+    fc.assert(
+      fc.property(fc.double({ noNaN: true }), fc.double({ noNaN: true }), (x, y) => {
+        if (x < y) assert.ok(valueBin(x) <= valueBin(y));
+        if (x === y) assert.equal(valueBin(x), valueBin(y));
+      }),
+      { numRuns: 2000 },
+    );
+    assert.notEqual(valueBin(100), valueBin(103));
+    assert.equal(valueBin(0), valueBin(-0));
+    assert.ok(valueBin(-1) < valueBin(0) && valueBin(0) < valueBin(Number.MIN_VALUE));
   });
 });
 
