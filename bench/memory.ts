@@ -21,6 +21,7 @@
  *   npm run bench:memory -- --store postgres
  *   npm run bench:memory -- --records 100000 --seconds 20 --soak 60
  *   npm run bench:memory -- --data-dir DIR --records 0          # SQLite: over an existing store (kept)
+ *   npm run bench:memory -- --data-dir DIR --records 0 --phases scan,export --soak 0   # some phases only
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -47,6 +48,8 @@ const { values: args } = parseArgs({
     'soak-rate': { type: 'string', default: '2000' },
     port: { type: 'string', default: '18800' },
     'data-dir': { type: 'string' },
+    /** The phases to run, of PHASES (all by default; the soak runs when --soak is over 0). */
+    phases: { type: 'string' },
     'database-url': { type: 'string' },
   },
 });
@@ -62,6 +65,12 @@ const DB_URL =
   'postgres://postgres@127.0.0.1:5432/test';
 const SCHEMA = `bench_memory_${process.pid}`;
 const LIMIT_MB = 600;
+const PHASES = ['search', 'rollup', 'scan', 'export', 'rule', 'experiment', 'judge'] as const;
+const chosen = new Set(args.phases?.split(',') ?? PHASES);
+for (const p of chosen)
+  if (!(PHASES as readonly string[]).includes(p))
+    throw new Error(`--phases: no phase ${p} (${PHASES.join(', ')})`);
+const runs = (p: (typeof PHASES)[number]) => chosen.has(p);
 /** Traces per ingest request. */
 const BATCH_TRACES = 200;
 
@@ -298,29 +307,33 @@ try {
   results.push({ name: 'ingesting', peak: growPeak });
 
   // 2.–4. Searching, dashboards.
-  results.push(await phase(b, 'searching (4 clients)', 4, (i) => b.search(i)));
+  if (runs('search')) results.push(await phase(b, 'searching (4 clients)', 4, (i) => b.search(i)));
   await b.dashboardSetup();
   const by = { rollup: '', scan: '' };
-  results.push(
-    await phase(b, 'dashboard by rollup (2 clients)', 2, async () => {
-      by.rollup = await b.drawDashboard(false);
-    }),
-  );
-  results.push(
-    await phase(b, 'dashboard by scan (1 client)', 1, async () => {
-      by.scan = await b.drawDashboard(true);
-    }),
-  );
+  if (runs('rollup'))
+    results.push(
+      await phase(b, 'dashboard by rollup (2 clients)', 2, async () => {
+        by.rollup = await b.drawDashboard(false);
+      }),
+    );
+  if (runs('scan'))
+    results.push(
+      await phase(b, 'dashboard by scan (1 client)', 1, async () => {
+        by.scan = await b.drawDashboard(true);
+      }),
+    );
   console.log(`    (answered by: ${by.rollup} / ${by.scan})`);
 
   // 5. Exporting.
   let exported = 0;
-  results.push(
-    await phase(b, 'exporting every trace (1 client)', 1, async () => {
-      exported += await b.export(Date.now() + PHASE_MS);
-    }),
-  );
-  console.log(`    (${(exported / MB).toFixed(0)} MB exported)`);
+  if (runs('export')) {
+    results.push(
+      await phase(b, 'exporting every trace (1 client)', 1, async () => {
+        exported += await b.export(Date.now() + PHASE_MS);
+      }),
+    );
+    console.log(`    (${(exported / MB).toFixed(0)} MB exported)`);
+  }
 
   // 6. A rule backfill over every record (the LLM judge is made here, and queued in 8).
   const integration = await b.api('PUT', '/v2/integrations/example_gateway', {
@@ -347,23 +360,25 @@ try {
       { id: judge.id, scorer_type: 'llm', scoreable_node_types: ['trace'] },
     ],
   });
-  server.resetPeak();
-  const tr = performance.now();
-  // Through node:http, which has no time limit: over millions of records this one request runs for
-  // minutes (fetch gives up waiting for the answer's headers after 300 s).
-  const answer = await b.post(
-    b.proj('/recompute_metrics'),
-    Buffer.from(
-      JSON.stringify({ log_stream_id: b.streamId, scorer_ids: [rule.id], max_records: 10_000_000 }),
-    ),
-  );
-  if (answer.status !== 200) throw new Error(`recompute: ${answer.status} ${JSON.stringify(answer.body)}`);
-  const backfill = answer.body;
-  const rulePeak = peakMb(server);
-  console.log(
-    `  ${'scorer queue: rule over every record'.padEnd(44)} peak RSS ${rulePeak.toFixed(0).padStart(5)} MB  (${backfill.records_scored} records in ${((performance.now() - tr) / 1000).toFixed(0)} s)`,
-  );
-  results.push({ name: 'rule backfill', peak: rulePeak });
+  if (runs('rule')) {
+    server.resetPeak();
+    const tr = performance.now();
+    // Through node:http, which has no time limit: over millions of records this one request runs for
+    // minutes (fetch gives up waiting for the answer's headers after 300 s).
+    const answer = await b.post(
+      b.proj('/recompute_metrics'),
+      Buffer.from(
+        JSON.stringify({ log_stream_id: b.streamId, scorer_ids: [rule.id], max_records: 10_000_000 }),
+      ),
+    );
+    if (answer.status !== 200) throw new Error(`recompute: ${answer.status} ${JSON.stringify(answer.body)}`);
+    const backfill = answer.body;
+    const rulePeak = peakMb(server);
+    console.log(
+      `  ${'scorer queue: rule over every record'.padEnd(44)} peak RSS ${rulePeak.toFixed(0).padStart(5)} MB  (${backfill.records_scored} records in ${((performance.now() - tr) / 1000).toFixed(0)} s)`,
+    );
+    results.push({ name: 'rule backfill', peak: rulePeak });
+  }
   // 7. The experiment queue.
   const ds = await b.api('POST', '/v2/datasets', {
     name: `memory-${Date.now()}`,
@@ -392,27 +407,31 @@ try {
       concurrency: 8,
     });
   };
-  const job = await experiment();
-  let progress = '';
-  results.push(
-    await phase(b, 'experiment queue: 2,000 rows, concurrency 8', 1, async () => {
-      const j = await b.api('GET', `/v2/jobs/${job.job_id}`);
-      progress = `${j.steps_completed}/${j.steps_total} ${j.status}`;
-      await sleep(1000);
-    }),
-  );
-  console.log(`    (experiment: ${progress})`);
+  if (runs('experiment')) {
+    const job = await experiment();
+    let progress = '';
+    results.push(
+      await phase(b, 'experiment queue: 2,000 rows, concurrency 8', 1, async () => {
+        const j = await b.api('GET', `/v2/jobs/${job.job_id}`);
+        progress = `${j.steps_completed}/${j.steps_total} ${j.status}`;
+        await sleep(1000);
+      }),
+    );
+    console.log(`    (experiment: ${progress})`);
+  }
 
   // 8. The judge's backlog, after the experiment: its tasks would hold the queue's slots ahead of the
   // experiment's job.
   const judged = { log_stream_id: b.streamId, scorer_ids: [judge.id], max_records: 100_000 };
   const customers = { filter: { column_id: 'user_metadata/customer', operator: 'eq', value: 'cust-3' } };
-  const queued = await b.api('POST', b.proj('/recompute_metrics'), { ...judged, filter_tree: customers });
-  results.push(
-    await phase(b, `scorer queue: LLM judge, ${queued.records_scored ?? '?'} records queued`, 1, () =>
-      sleep(1000),
-    ),
-  );
+  if (runs('judge')) {
+    const queued = await b.api('POST', b.proj('/recompute_metrics'), { ...judged, filter_tree: customers });
+    results.push(
+      await phase(b, `scorer queue: LLM judge, ${queued.records_scored ?? '?'} records queued`, 1, () =>
+        sleep(1000),
+      ),
+    );
+  }
 
   // 9. All at once.
   if (SOAK_MS > 0) {
@@ -491,7 +510,7 @@ try {
     console.log(`  ${'soak: everything at once'.padEnd(44)} peak RSS ${peak.toFixed(0).padStart(5)} MB`);
     results.push({ name: 'soak', peak });
   }
-  const worst = results.reduce((a, r) => (r.peak > a.peak ? r : a));
+  const worst = results.reduce((a, r) => (r.peak > a.peak ? r : a), { name: 'idle', peak: 0 });
   console.log(
     `highest phase peak: ${worst.peak.toFixed(0)} MB (${worst.name}); target ≤ ${LIMIT_MB} MB in every phase: ${results.every((r) => r.peak <= LIMIT_MB) ? 'met' : 'not met'}`,
   );
