@@ -278,19 +278,32 @@ function shownCells(
 }
 
 /**
- * A read of one bucket is aggregated when added if it has at most 1 distinct group per this many
- * records: its cells then take less memory than its records' values (a few groups, as people group
- * by type, model or a metadata key of few values), and the scan's memory follows the cells, not the
- * records in range (at 10,000,000 records, hundreds of MB). Reads of many groups (a group per
- * session) stay as values: most of their groups will not be shown, and a cell costs more than a value.
+ * A read is aggregated when added if its cells are at most 1 per this many records (counted as its
+ * distinct groups times its buckets): its cells then take less memory than its records' values (a
+ * few groups, as people group by type, model or a metadata key of few values), and the scan's memory
+ * follows the cells, not the records in range (at 10,000,000 records, hundreds of MB). Reads of many
+ * groups (a group per session) stay as values: most of their groups will not be shown, and a cell
+ * costs more than a value.
  */
 const AGGREGATE_AT_RATIO = 4;
 
 /** A read aggregated when added: its cells (bucket, group index) with the scan's aggregates. */
 interface ReadCells {
-  bucket: number;
+  bucket: Int32Array;
   group: Int32Array;
   values: Float64Array[];
+}
+
+/** How many buckets a read's records span, from its lowest to its highest (1 for one bucket). */
+function bucketSpan(bucket: number | ArrayLike<number>): number {
+  if (typeof bucket === 'number') return 1;
+  let low = Number.POSITIVE_INFINITY;
+  let high = Number.NEGATIVE_INFINITY;
+  for (let i = 0; i < bucket.length; i++) {
+    if (bucket[i] < low) low = bucket[i];
+    if (bucket[i] > high) high = bucket[i];
+  }
+  return bucket.length ? high - low + 1 : 1;
 }
 
 /**
@@ -359,12 +372,16 @@ export class GroupScan {
       group[i] = gi;
     }
     const { bucket, metrics } = values;
-    if (typeof bucket === 'number' && (local.size + distinctCodes) * AGGREGATE_AT_RATIO <= rows) {
+    if ((local.size + distinctCodes) * bucketSpan(bucket) * AGGREGATE_AT_RATIO <= rows) {
       const t = aggregateCells(this.specs, { bucket, groups: group, metrics });
-      this.aggregated.push({ bucket, group: Int32Array.from(t.g as number[]), values: t.values });
+      this.aggregated.push({
+        bucket: Int32Array.from(t.b),
+        group: Int32Array.from(t.g as number[]),
+        values: t.values,
+      });
       if (this.totalMetrics.length)
         this.totalsOnly.push({
-          bucket,
+          bucket: -1,
           group,
           metrics: metrics.map((m, i) => (this.totalMetrics.includes(i) ? m : null)),
         });
@@ -401,21 +418,19 @@ export class GroupScan {
   }
 
   /**
-   * The cells of the given groups, by bucket and then by place in `shown`. A read of one bucket
-   * holds every record of its cells, so reads kept as values are aggregated a bucket at a time: the
-   * copies and sorted values a bucket needs are then the size of the bucket, not of the whole range.
+   * The cells of the given groups, by bucket and then by place in `shown`. A read holds every record
+   * of its cells, so reads kept as values are aggregated a read at a time: the copies and sorted
+   * values a read needs are then the size of the read, not of the whole range.
    */
   cells(shown: readonly unknown[]): CellTable {
     const placeOf = this.placeOf(shown);
     const parts: CellTable[] = [];
-    if (this.reads.some((r) => typeof r.bucket !== 'number'))
-      parts.push(shownCells(this.reads, this.specs, shown, placeOf));
-    else for (const r of this.reads) parts.push(shownCells([r], this.specs, shown, placeOf));
+    for (const r of this.reads) parts.push(shownCells([r], this.specs, shown, placeOf));
     for (const a of this.aggregated) {
       const keep: number[] = [];
       for (let c = 0; c < a.group.length; c++) if (placeOf[a.group[c]] >= 0) keep.push(c);
       parts.push({
-        b: keep.map(() => a.bucket),
+        b: keep.map((c) => a.bucket[c]),
         g: keep.map((c) => shown[placeOf[a.group[c]]]),
         values: a.values.map((col) => Float64Array.from(keep, (c) => col[c])),
       });
