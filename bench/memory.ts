@@ -22,6 +22,7 @@
  *   npm run bench:memory -- --records 100000 --seconds 20 --soak 60
  *   npm run bench:memory -- --data-dir DIR --records 0          # SQLite: over an existing store (kept)
  *   npm run bench:memory -- --data-dir DIR --records 0 --phases scan,export --soak 0   # some phases only
+ *   npm run bench:memory -- --data-dir DIR --records 0 --phases "" --soak 600           # the soak only
  */
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -66,11 +67,13 @@ const DB_URL =
 const SCHEMA = `bench_memory_${process.pid}`;
 const LIMIT_MB = 600;
 const PHASES = ['search', 'rollup', 'scan', 'export', 'rule', 'experiment', 'judge'] as const;
-const chosen = new Set(args.phases?.split(',') ?? PHASES);
+const chosen = new Set(args.phases?.split(',').filter(Boolean) ?? PHASES);
 for (const p of chosen)
   if (!(PHASES as readonly string[]).includes(p))
     throw new Error(`--phases: no phase ${p} (${PHASES.join(', ')})`);
 const runs = (p: (typeof PHASES)[number]) => chosen.has(p);
+/** Marks this run's session external ids. */
+const RUN_TAG = Date.now().toString(36);
 /** Traces per ingest request. */
 const BATCH_TRACES = 200;
 
@@ -118,7 +121,8 @@ class Bench {
     while (traces.length < BATCH_TRACES) {
       const s = this.gen.session();
       const id = crypto.randomUUID();
-      sessions.push({ id, name: s.name, external_id: s.external_id });
+      // Tagged by run: a run over a kept store (--data-dir) makes the same sessions as the run that grew it.
+      sessions.push({ id, name: s.name, external_id: `${s.external_id}.${RUN_TAG}` });
       for (let t = 0; t < s.traces; t++) traces.push(this.templates.fill(id));
       records += 1 + s.traces * RECORDS_PER_TRACE;
     }
