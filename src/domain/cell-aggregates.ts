@@ -213,52 +213,42 @@ interface ScanRead {
   metrics: (Float64Array | null)[];
 }
 
-/** The cells of the shown groups (`placeOf`: a group index's place among them, or -1) over `reads`. */
+/** The cells of the shown groups (`placeOf`: a group index's place among them, or -1) of read `r`. */
 function shownCells(
-  reads: readonly ScanRead[],
+  r: ScanRead,
   specs: readonly AggregateSpec[],
   shown: readonly unknown[],
   placeOf: Int32Array,
 ): CellTable {
   // Cell ids are dense: (bucket - first bucket) × shown groups + the group's place among them.
-  let low = Number.POSITIVE_INFINITY;
-  let high = Number.NEGATIVE_INFINITY;
+  const fixed = typeof r.bucket === 'number';
+  let low = fixed ? (r.bucket as number) : Number.POSITIVE_INFINITY;
+  let high = fixed ? (r.bucket as number) : Number.NEGATIVE_INFINITY;
   let total = 0;
-  for (const r of reads) {
-    const fixed = typeof r.bucket === 'number';
-    let n = 0;
-    for (let i = 0; i < r.group.length; i++) {
-      if (placeOf[r.group[i]] < 0) continue;
-      n++;
-      if (!fixed) {
-        const b = (r.bucket as Int32Array)[i];
-        if (b < low) low = b;
-        if (b > high) high = b;
-      }
+  for (let i = 0; i < r.group.length; i++) {
+    if (placeOf[r.group[i]] < 0) continue;
+    total++;
+    if (!fixed) {
+      const b = (r.bucket as Int32Array)[i];
+      if (b < low) low = b;
+      if (b > high) high = b;
     }
-    if (fixed && n > 0) {
-      low = Math.min(low, r.bucket as number);
-      high = Math.max(high, r.bucket as number);
-    }
-    total += n;
   }
   if (total === 0) return { b: [], g: [], values: specs.map(() => new Float64Array(0)) };
   const width = shown.length;
   const cellOf = new Int32Array(total);
-  const metrics = (reads[0]?.metrics ?? []).map((m) => (m ? new Float64Array(total) : null));
+  const metrics = r.metrics.map((m) => (m ? new Float64Array(total) : null));
+  const fixedCell = fixed ? ((r.bucket as number) - low) * width : -1;
   let at = 0;
-  for (const r of reads) {
-    const fixed = typeof r.bucket === 'number' ? ((r.bucket as number) - low) * width : -1;
-    for (let i = 0; i < r.group.length; i++) {
-      const k = placeOf[r.group[i]];
-      if (k < 0) continue;
-      cellOf[at] = (fixed >= 0 ? fixed : ((r.bucket as Int32Array)[i] - low) * width) + k;
-      for (let m = 0; m < metrics.length; m++) {
-        const into = metrics[m];
-        if (into !== null) into[at] = (r.metrics[m] as Float64Array)[i];
-      }
-      at++;
+  for (let i = 0; i < r.group.length; i++) {
+    const k = placeOf[r.group[i]];
+    if (k < 0) continue;
+    cellOf[at] = (fixed ? fixedCell : ((r.bucket as Int32Array)[i] - low) * width) + k;
+    for (let m = 0; m < metrics.length; m++) {
+      const into = metrics[m];
+      if (into !== null) into[at] = (r.metrics[m] as Float64Array)[i];
     }
+    at++;
   }
   const dense = (high - low + 1) * width;
   const sorted = new Map<number, { start: Int32Array; values: Float64Array }>();
@@ -425,7 +415,7 @@ export class GroupScan {
   cells(shown: readonly unknown[]): CellTable {
     const placeOf = this.placeOf(shown);
     const parts: CellTable[] = [];
-    for (const r of this.reads) parts.push(shownCells([r], this.specs, shown, placeOf));
+    for (const r of this.reads) parts.push(shownCells(r, this.specs, shown, placeOf));
     for (const a of this.aggregated) {
       const keep: number[] = [];
       for (let c = 0; c < a.group.length; c++) if (placeOf[a.group[c]] >= 0) keep.push(c);
@@ -558,15 +548,18 @@ type TotalRow = { b: number; g: unknown; [name: string]: unknown };
 export class PercentilePlan {
   /** The bins each thread is asked for. */
   readonly asks: BinAsk[] = [];
+  /** The percentile specs. */
+  private readonly percentiles: AggregateSpec[];
   /** Per shown group and percentile spec: the ask and the rank within its bin, or null (no values). */
   private readonly wanted: ({ ask: number; rank: number } | null)[][];
 
   constructor(
-    private readonly specs: readonly AggregateSpec[],
+    specs: readonly AggregateSpec[],
     private readonly shown: readonly unknown[],
     parts: readonly (readonly BinCounts[])[],
   ) {
     const percentiles = specs.filter((s) => s.op === 'percentile');
+    this.percentiles = percentiles;
     const askAt = new Map<string, number>();
     this.wanted = shown.map((_, k) =>
       percentiles.map((spec) => {
@@ -602,10 +595,9 @@ export class PercentilePlan {
 
   /** Rows `{ b: -1, g, <name>: value }` for the percentile specs, from each thread's `binValues`. */
   rows(found: readonly (readonly BinValues[])[]): TotalRow[] {
-    const percentiles = this.specs.filter((s) => s.op === 'percentile');
     return this.shown.map((g, k) => {
       const row: TotalRow = { b: -1, g };
-      percentiles.forEach((spec, j) => {
+      this.percentiles.forEach((spec, j) => {
         const w = this.wanted[k][j];
         row[spec.name] =
           w === null
