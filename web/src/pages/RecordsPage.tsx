@@ -87,6 +87,8 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
   };
   const queueable = useAccess().can('editor') && page.fresh && records.length > 0;
   const failures = useFailures(projectId, scope, records, tab === 'traces' && page.fresh);
+  // Headings and cells wait for the catalogue's labels and types (or its failure) so they never flash raw ids.
+  const labelled = catalogue.data !== undefined || catalogue.error !== undefined;
   // A refused search is its error alone: it matched nothing because it did not run.
   const empty = page.fresh && !page.error && records.length === 0;
 
@@ -155,7 +157,7 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
         </div>
       )}
       {page.error && <ErrorNote error={page.error} retry={page.reload} />}
-      {!page.data && !page.error && <Loading what={tab} />}
+      {((!page.data && !page.error) || (records.length > 0 && !labelled)) && <Loading what={tab} />}
       {empty && !filtered && view.start === 0 && info.project.data && info.run.data ? (
         <EmptyStream
           projectId={projectId}
@@ -177,7 +179,8 @@ export function RecordsPage({ tab, runKind }: { tab: RecordTab; runKind: RunKind
           </p>
         </div>
       ) : (
-        records.length > 0 && (
+        records.length > 0 &&
+        labelled && (
           <div className={page.loading ? 'results busy' : 'results'} aria-busy={page.loading}>
             {queueable && (
               <AddToQueue
