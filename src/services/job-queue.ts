@@ -163,8 +163,11 @@ export class JobQueue {
           const skipRuns = await this.pausedRuns();
           const kinds = [...this.handlers.keys()];
           const busy = kinds.filter((k) => !this.idleKinds.has(k));
+          // Asked before the claim: an idle job that ends during it may have enqueued work the
+          // claim's clock did not yet count as due.
+          const idleFree = this.idleKinds.size > 0 && !this.runningIdle();
           jobs = await this.repo.claim(this.owner, busy, free, this.opts.leaseMs, { skipRuns });
-          if (jobs.length < free && this.idleKinds.size && !this.runningIdle())
+          if (jobs.length < free && idleFree)
             jobs.push(
               ...(await this.repo.claim(this.owner, [...this.idleKinds], 1, this.opts.leaseMs, { skipRuns })),
             );

@@ -160,13 +160,21 @@ export class JobsRepo {
       .execute();
     if (!queues.length) return [];
     // A random rotation so the queues past the 64th get their turn too.
-    const order = queues.sort(() => Math.random() - 0.5);
-    const share = Math.max(1, Math.ceil(limit / order.length));
+    let active = queues.sort(() => Math.random() - 0.5);
     const out: Job[] = [];
-    for (const { project_id, kind } of order) {
-      const want = Math.min(share, limit - out.length);
-      if (want <= 0) break;
-      out.push(...(await this.claimQueue(owner, kind, project_id, want, now, until, skip)));
+    // Shares of what is left, again from the queues that gave their whole share, until the limit is
+    // met or every queue ran dry: fewer than `limit` means nothing more of `kinds` is due.
+    while (active.length && out.length < limit) {
+      const share = Math.max(1, Math.ceil((limit - out.length) / active.length));
+      const more: typeof active = [];
+      for (const queue of active) {
+        const want = Math.min(share, limit - out.length);
+        if (want <= 0) break;
+        const got = await this.claimQueue(owner, queue.kind, queue.project_id, want, now, until, skip);
+        out.push(...got);
+        if (got.length === want) more.push(queue);
+      }
+      active = more;
     }
     return out;
   }

@@ -120,6 +120,18 @@ for (const kind of storesUnderTest()) {
       assert.equal(new Set([...claimed, ...rest].map((j) => j.id)).size, 32);
     });
 
+    test('a claim takes up to its limit while any queue has due jobs, beyond an equal share', async () => {
+      const { repo } = await setup();
+      // One job of a, five of b: a share of 2 each would take 3; the claim takes 4, so fewer than the
+      // limit always means nothing more is due (what whenIdle kinds wait for).
+      await repo.enqueue(work(1, 0, () => 'a'));
+      await repo.enqueue(work(5, 0, () => 'b').map((j) => ({ ...j, key: `b${j.key}` })));
+      const claimed = await repo.claim('me', ['test.work'], 4, 60_000);
+      assert.equal(claimed.length, 4);
+      assert.equal(claimed.filter((j) => j.projectId === 'a').length, 1);
+      assert.equal((await repo.claim('me', ['test.work'], 4, 60_000)).length, 2);
+    });
+
     test("a claim is fair across kinds: one kind's backlog does not hold back another's job", async () => {
       const { repo } = await setup();
       await repo.enqueue(work(30, 0, () => 'a'));
