@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import { ModelCallError, type ModelCallInput, ModelCallsService } from '../../src/services/model-calls.ts';
@@ -284,6 +286,25 @@ for (const store of storesUnderTest()) {
       } finally {
         await busy.close();
       }
+    });
+
+    test('calls under one long-lived signal (a job’s) leave no signal behind', async () => {
+      const { id } = await integration();
+      v8.setFlagsFromString('--expose-gc');
+      const gc = vm.runInNewContext('gc') as () => void;
+      const live = async () => {
+        for (let i = 0; i < 3; i++) {
+          await new Promise((r) => setImmediate(r));
+          gc();
+        }
+        return v8.queryObjects(AbortSignal, { format: 'count' }) as number;
+      };
+      const job = new AbortController();
+      await calls().call(input(id, { signal: job.signal }));
+      const before = await live();
+      for (let i = 0; i < 200; i++) await calls().call(input(id, { signal: job.signal }));
+      const grown = (await live()) - before;
+      assert.ok(grown < 50, `${grown} more signals alive after 200 calls`);
     });
 
     test('a 429 halves the integration’s limit; successes raise it again', async () => {
