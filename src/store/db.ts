@@ -159,6 +159,11 @@ export function openSqlite(
   const migrated = () => {
     if (!opts.checkpointer || handle.memory || checkpointer) return;
     for (const p of walLimits(handle)) handle.pragma(p);
+    // Never a checkpoint of its own: one runs inside the commit that takes the WAL past the safety
+    // net, and on this connection that stops every request for as long as it copies. Past the net
+    // (an export's snapshot holding the WAL for minutes) that copy was up to 7 s at 1M records in
+    // bench:memory's soak. The checkpoint thread and the writer's safety net checkpoint instead.
+    handle.pragma('wal_autocheckpoint = 0');
     // Records are written by the ingest writer's connection (sqlite-writer.ts); this one reads for
     // requests and makes the other, smaller writes.
     handle.pragma('cache_size = -8192');
