@@ -450,6 +450,20 @@ try {
       () => samples.push({ t: (Date.now() - s0) / 1000, ...rssNow(server) }),
       10_000,
     );
+    // The server's longest event-loop stall of each 10 s (prom-client resets it at every read): a
+    // stall of a minute would end requests waiting for their headers (Node's headersTimeout, 408).
+    const stalls: number[] = [];
+    const stallSampler = setInterval(
+      () =>
+        void fetch(`${server.url}/metrics`)
+          .then((r) => r.text())
+          .then((text) => {
+            const m = /^spanbase_nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+            if (m) stalls.push(Number(m[1]));
+          })
+          .catch(() => {}),
+      10_000,
+    );
     /** Each kind of work's count and slowest call, printed after the soak. */
     const calls = new Map<string, { n: number; slowest: number }>();
     const loop = async (name: string, work: () => Promise<unknown>, pauseMs: () => number = () => 0) => {
@@ -494,6 +508,7 @@ try {
       }),
     ]);
     clearInterval(sampler);
+    clearInterval(stallSampler);
     const peak = peakMb(server);
     const half = samples.filter((s) => s.t >= SOAK_MS / 2000);
     const trend =
@@ -505,6 +520,9 @@ try {
         : Number.NaN;
     console.log(`    RSS every 10 s (MB): ${samples.map((s) => s.rss.toFixed(0)).join(' ')}`);
     console.log(`    of which private:    ${samples.map((s) => s.anon.toFixed(0)).join(' ')}`);
+    console.log(
+      `    longest event-loop stall every 10 s (ms): ${stalls.map((s) => (s * 1000).toFixed(0)).join(' ')}`,
+    );
     console.log(
       `    calls (count, slowest): ${[...calls].map(([k, c]) => `${k} ${c.n}, ${(c.slowest / 1000).toFixed(1)} s`).join('; ')}`,
     );
