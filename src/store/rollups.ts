@@ -357,6 +357,24 @@ export class RollupsRepo {
 
   constructor(private readonly store: Store) {}
 
+  /** When this thread last let the event loop turn during a rollup transaction (SQLite). */
+  private lastTurn = 0;
+
+  /**
+   * SQLite: lets the event loop turn once a rollup transaction has held this thread for 20 ms since
+   * the last turn. Its statements run on the main connection and block the thread while they run;
+   * chained by awaits alone, a rewrite of a busy hour or a day's build held every request for 1 to 2
+   * seconds in bench:memory's soak. Kysely's turn on the connection stays this transaction's meanwhile,
+   * so no other statement can run inside it.
+   */
+  private async letRequestsIn(): Promise<void> {
+    if (this.pg) return;
+    const now = performance.now();
+    if (now - this.lastTurn < 20) return;
+    await new Promise((r) => setImmediate(r));
+    this.lastTurn = performance.now();
+  }
+
   private get db(): Kysely<DB> {
     return this.store.db;
   }
@@ -778,8 +796,10 @@ export class RollupsRepo {
     if (batch.empty) return;
     if (this.pg) await pgWriteRollups(rawRunner(trx), batch);
     else
-      for (const [text, args] of sqliteRollupSteps(batch, SQLITE_FOLD_CHUNK))
+      for (const [text, args] of sqliteRollupSteps(batch, SQLITE_FOLD_CHUNK)) {
         await trx.executeQuery(CompiledQuery.raw(text, args));
+        await this.letRequestsIn();
+      }
     await this.daysChanged(trx, batch.touchedDays());
   }
 
@@ -852,6 +872,7 @@ export class RollupsRepo {
       .where('hour', '<', end)
       .execute();
     for (const r of dirty) await this.rewriteHour(trx, runId, Number(r.hour), dims);
+    await this.letRequestsIn();
     for (const table of ['rollup_counts', 'rollup_scalars', 'rollups'] as const)
       await trx
         .deleteFrom(table)
@@ -1016,6 +1037,7 @@ export class RollupsRepo {
     const batch = new RollupBatch(dims);
     for (let rows = await page(null); ; ) {
       for (const r of rows) batch.add(runId, r as unknown as RollupRecord);
+      await this.letRequestsIn();
       if (rows.length < REWRITE_PAGE) break;
       const last = rows[rows.length - 1];
       rows = await page({ at: Number(last.created_at), id: last.id });
@@ -1036,14 +1058,16 @@ export class RollupsRepo {
     trx: Kysely<DB>,
     { counts, scalars, metrics }: { counts: CountRow[]; scalars: ScalarRow[]; metrics: MetricRow[] },
   ) {
-    for (let i = 0; i < counts.length; i += 500)
+    for (let i = 0; i < counts.length; i += 500) {
       await trx
         .insertInto('rollup_counts')
         .values(counts.slice(i, i + 500))
         .execute();
+      await this.letRequestsIn();
+    }
     const bins = (pairs: number[]) =>
       (this.pg ? sql`${pairs}::int4[]` : encodeBins(pairs)) as unknown as Buffer;
-    for (let i = 0; i < scalars.length; i += 100)
+    for (let i = 0; i < scalars.length; i += 100) {
       await trx
         .insertInto('rollup_scalars')
         .values(
@@ -1068,11 +1092,15 @@ export class RollupsRepo {
           }),
         )
         .execute();
-    for (let i = 0; i < metrics.length; i += 200)
+      await this.letRequestsIn();
+    }
+    for (let i = 0; i < metrics.length; i += 200) {
       await trx
         .insertInto('rollups')
         .values(metrics.slice(i, i + 200).map((r) => ({ ...r, bins: bins(r.bins) })))
         .execute();
+      await this.letRequestsIn();
+    }
   }
 
   /**
