@@ -11,6 +11,7 @@ import type { CellJob, TakenCells, ThreadCells } from './widget-cells.ts';
 /** What an export reads on SQLite: the selection's compiled query over a database file. */
 export interface SqliteExport {
   file: string;
+  /** The selection's root ids in its order (one column). */
   text: string;
   params: unknown[];
   nest: 'session' | 'trace' | null;

@@ -47,6 +47,18 @@ export class RecordSelection {
     return this.search.pageQuery(db, { ...s, offset: 0, limit });
   }
 
+  /** What a SQLite export reads: the selection's root ids in its order (export-read.ts). */
+  private sqliteExportRead(s: Selection, nest: 'session' | 'trace' | null, chunk: number): SqliteExport {
+    const compiled = this.query(this.store.db, s).clearSelect().select('records.id').compile();
+    return {
+      file: this.store.sqlite!.name,
+      text: compiled.sql,
+      params: compiled.parameters as unknown[],
+      nest,
+      chunk,
+    };
+  }
+
   async count(s: Selection): Promise<number> {
     const row = await this.query(this.store.db, { ...s, sort: null })
       .clearSelect()
@@ -85,18 +97,12 @@ export class RecordSelection {
    * which closes its connection. Memory holds one chunk.
    */
   async *stream(s: Selection, nest: 'session' | 'trace' | null, chunk = 64): AsyncGenerator<ExportItem[]> {
-    const compiled = this.query(this.store.db, s).compile();
     if (this.store.dialect === 'postgres') {
+      const compiled = this.query(this.store.db, s).compile();
       yield* this.streamPg(compiled.sql, compiled.parameters as unknown[], nest, chunk);
       return;
     }
-    yield* sqliteExport({
-      file: this.store.sqlite!.name,
-      text: compiled.sql,
-      params: compiled.parameters as unknown[],
-      nest,
-      chunk,
-    });
+    yield* sqliteExport(this.sqliteExportRead(s, nest, chunk));
   }
 
   /**
@@ -115,14 +121,7 @@ export class RecordSelection {
       yield* renderExport(this.stream(s, nest, chunk), opts);
       return;
     }
-    const compiled = this.query(this.store.db, s).compile();
-    const read: SqliteExport = {
-      file: this.store.sqlite!.name,
-      text: compiled.sql,
-      params: compiled.parameters as unknown[],
-      nest,
-      chunk,
-    };
+    const read = this.sqliteExportRead(s, nest, chunk);
     const pool = this.exports;
     const reader = pool.pick();
     reader.held++;
