@@ -47,6 +47,8 @@ export interface ReaderCalls {
   exportNext: { args: { export: number }; result: Uint8Array | null };
   /** Ends a kept export early, closing its connections. */
   exportClose: { args: { export: number }; result: null };
+  /** The rows of a compiled read (a selection's count or next batch: scans of many records). */
+  rows: { args: { sql: string; params: unknown[] }; result: Record<string, unknown>[] };
 }
 
 export type ReaderCall = keyof ReaderCalls;

@@ -89,6 +89,11 @@ async function answer(
     case 'drop':
       kept.delete(msg.args.scan);
       return { result: null, moved: [] };
+    case 'rows': {
+      const stmt = store.sqlite!.prepare(msg.args.sql);
+      if (!stmt.reader) throw new Error('a reader thread only reads');
+      return { result: stmt.all(msg.args.params) as Record<string, unknown>[], moved: [] };
+    }
     case 'exportOpen': {
       const [{ sqliteExport }, { renderExport }] = await Promise.all([
         import('./export-read.ts'),

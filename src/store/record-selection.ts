@@ -5,7 +5,7 @@
  * text-index candidates (filters are then checked exactly on every record), so it takes exactly the
  * records a search with the same body finds.
  */
-import type { Kysely, SqlBool } from 'kysely';
+import type { CompiledQuery, Kysely, SqlBool } from 'kysely';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import { type ExportItem, type ExportOptions, renderExport } from '../domain/record-export.ts';
@@ -59,14 +59,29 @@ export class RecordSelection {
     };
   }
 
+  /**
+   * The rows of a read over a selection: on a reader thread when the store has them. A count or a
+   * batch may scan most of a log stream's records (a metadata filter over a million records took
+   * 256 ms), which on the main connection holds every request for as long.
+   */
+  private async rows<R>(q: { compile(): CompiledQuery<R>; execute(): Promise<R[]> }): Promise<R[]> {
+    if (!this.exports) return q.execute();
+    const compiled = q.compile();
+    return (await this.exports.run('rows', {
+      sql: compiled.sql,
+      params: compiled.parameters as unknown[],
+    })) as R[];
+  }
+
   async count(s: Selection): Promise<number> {
-    const row = await this.query(this.store.db, { ...s, sort: null })
-      .clearSelect()
-      .clearOrderBy()
-      .clearLimit()
-      .clearOffset()
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow();
+    const [row] = await this.rows(
+      this.query(this.store.db, { ...s, sort: null })
+        .clearSelect()
+        .clearOrderBy()
+        .clearLimit()
+        .clearOffset()
+        .select((eb) => eb.fn.countAll<number>().as('n')),
+    );
     return Number(row.n);
   }
 
@@ -87,7 +102,7 @@ export class RecordSelection {
         sql<SqlBool>`(${sql.ref('records.created_at')}, ${sql.ref('records.id')}) < (${after.created_at}, ${after.id})`,
       );
     }
-    const rows = await q.execute();
+    const rows = await this.rows(q);
     return rows.map((r) => ({ id: r.id, created_at: Number(r.created_at) }));
   }
 

@@ -92,3 +92,25 @@ test('an export holds no snapshot between its chunks: the WAL starts over while 
   // The roots listed when it began, newest first: the one written meanwhile is not among them.
   assert.equal(lines.join('').trim().split('\n').length, 5);
 });
+
+test("a selection's count and batches are read on a reader thread, not on the main connection", async (t) => {
+  const store = await migratedStore(t, 1);
+  const insert = store.sqlite!.prepare(
+    "insert into records (id, project_id, run_id, type, created_at, updated_at) values (?, 'p', 'r', 'session', ?, ?)",
+  );
+  for (let i = 0; i < 3; i++) insert.run(randomUUID(), i + 1, i + 1);
+  const selection = new RecordSelection(store, new SqliteSearch(store));
+  const q = { projectId: 'p', runId: 'r', types: ['session'], tree: null, sort: null };
+  assert.equal(store.readers?.running, 0);
+  assert.equal(await selection.count(q), 3);
+  assert.equal(store.readers?.running, 1, 'the count started the reader thread');
+  const first = await selection.nextBatch(q, null, 2);
+  assert.deepEqual(
+    first.map((p) => p.created_at),
+    [3, 2],
+  );
+  assert.deepEqual(
+    (await selection.nextBatch(q, first[1], 2)).map((p) => p.created_at),
+    [1],
+  );
+});
