@@ -43,8 +43,8 @@ export async function* sqliteExport(read: SqliteExport): AsyncGenerator<ExportIt
   h.pragma('cache_size = -2048');
   h.pragma('mmap_size = 0');
   h.pragma('temp_store = FILE');
-  h.exec('create temp table export_roots (id text not null)');
   try {
+    h.exec('create temp table export_roots (id text not null)');
     // Rows go in in the select's order, so rowids keep the selection's order.
     h.prepare(`insert into temp.export_roots (id) ${text}`).run(params);
     const next = h.prepare(

@@ -31,16 +31,16 @@ const NO_LIMIT = Number.MAX_SAFE_INTEGER;
 
 export class RecordSelection {
   /**
-   * SQLite file stores: the reader threads exports are read and rendered on (null: read here, as on
-   * PostgreSQL and in-memory SQLite).
+   * SQLite file stores: the reader threads that read counts, batches and exports, and render exports
+   * (null: read here, as on PostgreSQL and in-memory SQLite).
    */
-  private readonly exports: ReaderPool | null;
+  private readonly readers: ReaderPool | null;
 
   constructor(
     private readonly store: Store,
     private readonly search: SearchStore,
   ) {
-    this.exports = store.readers;
+    this.readers = store.readers;
   }
 
   private query(db: Kysely<DB>, s: Selection, limit = NO_LIMIT) {
@@ -65,9 +65,9 @@ export class RecordSelection {
    * 256 ms), which on the main connection holds every request for as long.
    */
   private async rows<R>(q: { compile(): CompiledQuery<R>; execute(): Promise<R[]> }): Promise<R[]> {
-    if (!this.exports) return q.execute();
+    if (!this.readers) return q.execute();
     const compiled = q.compile();
-    return (await this.exports.run('rows', {
+    return (await this.readers.run('rows', {
       sql: compiled.sql,
       params: compiled.parameters as unknown[],
     })) as R[];
@@ -132,12 +132,12 @@ export class RecordSelection {
     opts: ExportOptions,
     chunk = 64,
   ): AsyncGenerator<string | Buffer> {
-    if (!this.exports) {
+    if (!this.readers) {
       yield* renderExport(this.stream(s, nest, chunk), opts);
       return;
     }
     const read = this.sqliteExportRead(s, nest, chunk);
-    const pool = this.exports;
+    const pool = this.readers;
     const reader = pool.pick();
     reader.held++;
     // Kept by the thread from its open until its end, an error (the thread drops it then) or a close.
