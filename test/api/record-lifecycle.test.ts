@@ -744,7 +744,7 @@ for (const store of storesUnderTest()) {
         }
       };
       // On SQLite the read runs on an export thread: the export must be closed there too.
-      const pool = selection.exports;
+      const pool = selection.readers;
       const sent: string[] = [];
       const send = pool?.send;
       if (pool)
@@ -810,7 +810,7 @@ for (const store of storesUnderTest()) {
       const rollups = new RollupsRepo(s.running.services.store);
       while ((await rollups.fold()) > 0);
       const active = (r: any) => r.worker.performance.eventLoopUtilization().active as number;
-      const before = new Map(selection.exports.readers.map((r: any) => [r, active(r)]));
+      const before = new Map(selection.readers.readers.map((r: any) => [r, active(r)]));
       const idle = performance.eventLoopUtilization();
       try {
         await exportAll();
@@ -819,7 +819,7 @@ for (const store of storesUnderTest()) {
       }
       const main = performance.eventLoopUtilization(idle);
       assert.equal(readHere, 0, 'nothing was read on the main thread');
-      const threads = selection.exports.readers;
+      const threads = selection.readers.readers;
       assert.ok(threads.length >= 1 && threads.length <= 2, `${threads.length} export threads`);
       // The work was the threads': they were busier than the main thread, which only passed bytes on.
       const worker = threads.reduce(
@@ -847,7 +847,7 @@ for (const store of storesUnderTest()) {
       assert.equal(res.status, 200);
       const reader = (res.body as ReadableStream<Uint8Array>).getReader();
       await reader.read();
-      const held = selection.exports.readers.filter((r: any) => r.held > 0);
+      const held = selection.readers.readers.filter((r: any) => r.held > 0);
       assert.equal(held.length, 1, 'one thread holds the export');
       await held[0].worker.terminate();
       const outcome = await Promise.race([
