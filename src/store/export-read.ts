@@ -79,7 +79,6 @@ export async function* sqliteExport(read: SqliteExport): AsyncGenerator<ExportIt
       if (page.length < chunk) return;
     }
   } finally {
-    if (h.inTransaction) h.exec('rollback');
     await store.close();
   }
 }
