@@ -114,10 +114,19 @@ export function DashboardPage() {
       throw err;
     }
   };
+  // Saves go out one at a time, in the order they were made: two PUTs in flight together may
+  // commit in either order, and the answer that came last would show the dashboard without the
+  // other's change (a range applied, then an interval picked at once).
+  const saving = useRef<Promise<unknown>>(Promise.resolve());
+  const save = (body: Partial<Dashboard>) => {
+    const done = saving.current.then(() => saveDashboard(trends, dashboardId, body));
+    saving.current = done.catch(() => undefined);
+    return done;
+  };
   const change = async (body: Partial<Dashboard>) => {
     setSettingsErrors(FieldErrors.none);
     try {
-      setLocal(await saveDashboard(trends, dashboardId, body));
+      setLocal(await save(body));
     } catch (err) {
       setSettingsErrors(FieldErrors.of(err, SETTINGS_FIELDS));
     }
@@ -126,7 +135,7 @@ export function DashboardPage() {
     if (!d) return;
     const layout_map = withCells(d.layout_map, cells);
     setLocal({ ...d, layout_map });
-    saveDashboard(trends, dashboardId, { layout_map }).catch((err: Error) => setFailure(err));
+    save({ layout_map }).catch((err: Error) => setFailure(err));
   };
 
   // The widgets re-render only when what they show changes (the data, the links, the dashboard),
