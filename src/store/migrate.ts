@@ -27,10 +27,13 @@ export async function migrate(store: Store): Promise<void> {
  * Whether a failure is another schema going away: the schema itself, or one of its tables
  * (dropped between the introspection's listing of the tables and its reading of their columns),
  * or PostgreSQL's catalog cache missing an object dropped while the introspection read it (the
- * message then names only its number; our own schema is not dropped while we migrate it).
+ * message then names only its number), or a column's serial sequence looked up as its table was
+ * dropped (the message names the table without its schema). Our own schema is not dropped while we
+ * migrate it.
  */
 export function otherSchemaVanished(reason: string, ours: string): boolean {
   if (/^cache lookup failed for (?:namespace|relation|type|attribute) \d+/.test(reason)) return true;
+  if (/^column "[^"]+" of relation "[^".]+" does not exist$/.test(reason)) return true;
   const m = /^(?:schema "([^"]+)"|relation "([^".]+)\.[^"]+") does not exist$/.exec(reason);
   const schema = m?.[1] ?? m?.[2];
   return schema !== undefined && schema !== ours;
