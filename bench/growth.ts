@@ -398,8 +398,8 @@ async function main() {
     const logStreamId = ls.body.id as string;
     const dash = await call(server, 'PUT', `/v2/projects/${projectId}/log_streams/${logStreamId}/trends`, {
       name: 'growth',
-      // TraceTemplates' clock starts on 2024-05-01 and moves 1 to 7 s per trace: 10M records span
-      // about 100 days.
+      // Each stage's TraceTemplates clock starts on 2024-05-01 and moves 1 to 7 s per trace: the store
+      // spans 8.7 days at 1M, 34.7 at 5M and 43.4 at 10M.
       start_time: Date.UTC(2024, 4, 1) / 1000,
       end_time: Date.UTC(2024, 4, 1) / 1000 + 200 * 86_400,
       interval_mins: 1440,
