@@ -2,10 +2,11 @@ import { Migrator, sql } from 'kysely';
 import type { Store } from './db.ts';
 import { migrations } from './migrations/index.ts';
 
-export async function migrate(store: Store): Promise<void> {
+/** Migrates the store to the newest migration, or (tests) only up to and including the last of `only`. */
+export async function migrate(store: Store, only: typeof migrations = migrations): Promise<void> {
   const migrator = new Migrator({
     db: store.db,
-    provider: { getMigrations: async () => migrations },
+    provider: { getMigrations: async () => only },
     // Kysely looks for its tables in any schema unless told which; with a schema per store (tests,
     // or several deployments in one database) it must look in ours.
     ...(store.pgSchema ? { migrationTableSchema: store.pgSchema } : {}),
@@ -20,7 +21,7 @@ export async function migrate(store: Store): Promise<void> {
     if (attempt < 3 && store.pgSchema && otherSchemaVanished(reason, store.pgSchema)) continue;
     throw new Error(`migration failed: ${reason}`);
   }
-  store.migrated?.();
+  if (only === migrations) store.migrated?.();
 }
 
 /**

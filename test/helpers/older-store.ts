@@ -6,7 +6,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Migrator } from 'kysely';
 import pg from 'pg';
 import { loadConfig } from '../../src/config.ts';
 import { type Store, openStore } from '../../src/store/db.ts';
@@ -26,14 +25,8 @@ export async function storeBefore(
       ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: url!, SPANBASE_PG_SCHEMA: schema } : {}),
     }),
   );
-  const older = Object.fromEntries(Object.entries(migrations).filter(([name]) => name < migration));
-  const migrator = new Migrator({
-    db: opened.db,
-    provider: { getMigrations: async () => older },
-    ...(opened.pgSchema ? { migrationTableSchema: opened.pgSchema } : {}),
-  });
-  const { error } = await migrator.migrateToLatest();
-  if (error) throw error;
+  // Through migrate(): its retry when another store's schema vanishes under the introspection.
+  await migrate(opened, Object.fromEntries(Object.entries(migrations).filter(([name]) => name < migration)));
   return {
     store: opened,
     up: () => migrate(opened),
