@@ -8,6 +8,18 @@ import { PROMOTED_METRICS } from './records.ts';
 
 export type CatalogueScalar = string | number | boolean;
 
+/**
+ * An entry keeps when its key was first and last seen to the hour (µs), rounded outwards. Each batch
+ * of new records would otherwise move last_seen of every key it carries: on PostgreSQL 1.6 row
+ * updates a record (bench:ingest --profile metadata), each holding its row locked until the commit.
+ * The price: a time window's available columns may list a key seen up to an hour outside it.
+ */
+const SEEN_GRAIN_US = 3_600_000_000;
+/** The first_seen that covers a record created at `at`. */
+export const seenFrom = (at: number): number => Math.floor(at / SEEN_GRAIN_US) * SEEN_GRAIN_US;
+/** The last_seen that covers a record created at `at`. */
+export const seenUntil = (at: number): number => Math.ceil(at / SEEN_GRAIN_US) * SEEN_GRAIN_US;
+
 /** The catalogue's data type of a value. */
 export function catalogueDataType(v: CatalogueScalar): 'text' | 'boolean' | 'integer' | 'floating_point' {
   if (typeof v === 'string') return 'text';

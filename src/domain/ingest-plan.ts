@@ -6,7 +6,7 @@
  * sessions like the tokens), the models seen per run and the column catalogue. Re-sending an id
  * merges field by field and only applies differences, so nothing is counted twice.
  */
-import { catalogueDataType, forEachColumnKey } from './catalogue.ts';
+import { catalogueDataType, forEachColumnKey, seenFrom, seenUntil } from './catalogue.ts';
 import type { RunScoring } from './scorer-types.ts';
 import { type ScoreTask, applyInlineScores, llmTasksOf } from './scoring-plan.ts';
 import { type Loc, ValidationError, notFound } from './errors.ts';
@@ -631,11 +631,19 @@ export class Planner {
       const dt = catalogueDataType(v);
       const key = `${column}\u0000${type}\u0000${dt}`;
       const c = cat.get(key);
+      const from = seenFrom(at);
+      const until = seenUntil(at);
       if (!c)
-        cat.set(key, { column_id: column, record_type: type, data_type: dt, first_seen: at, last_seen: at });
+        cat.set(key, {
+          column_id: column,
+          record_type: type,
+          data_type: dt,
+          first_seen: from,
+          last_seen: until,
+        });
       else {
-        if (at < c.first_seen) c.first_seen = at;
-        if (at > c.last_seen) c.last_seen = at;
+        if (from < c.first_seen) c.first_seen = from;
+        if (until > c.last_seen) c.last_seen = until;
       }
     };
     const models = new Map<string, ModelSeen>();

@@ -512,14 +512,21 @@ function sortedCatalogue(list: CatalogueEntry[]): CatalogueEntry[] {
   });
 }
 
-/** A PostgreSQL upsert of catalogue entries (sorted). */
+/**
+ * A PostgreSQL upsert of catalogue entries (sorted). Entries a stored row already covers are left out
+ * by a plain read: an upsert locks the row it meets even when its WHERE then changes nothing, and the
+ * lock would queue every concurrent batch of the log stream behind this one until its commit.
+ */
 function catalogueUpsert(list: CatalogueEntry[], runId: string, $: (v: unknown) => string): string {
   const tuples = list.map(
     (c) =>
       `(${$(runId)}, ${$(c.column_id)}, ${$(c.record_type)}, ${$(c.data_type)}, ${$(c.first_seen)}::bigint, ${$(c.last_seen)}::bigint)`,
   );
   return `insert into column_catalogue as c (run_id, column_id, record_type, data_type, first_seen, last_seen)
-     values ${tuples.join(', ')}
+     select * from (values ${tuples.join(', ')}) as v (run_id, column_id, record_type, data_type, first_seen, last_seen)
+     where not exists (select 1 from column_catalogue k where k.run_id = v.run_id and k.column_id = v.column_id
+       and k.record_type = v.record_type and k.data_type = v.data_type
+       and k.first_seen <= v.first_seen and k.last_seen >= v.last_seen)
      on conflict (run_id, column_id, record_type, data_type) do update set
        first_seen = least(c.first_seen, excluded.first_seen), last_seen = greatest(c.last_seen, excluded.last_seen)
      where excluded.first_seen < c.first_seen or excluded.last_seen > c.last_seen`;

@@ -30,7 +30,13 @@ import {
   subtreeOf,
   traceAggregate,
 } from '../domain/aggregates.ts';
-import { type CatalogueScalar, catalogueDataType, forEachColumnKey } from '../domain/catalogue.ts';
+import {
+  type CatalogueScalar,
+  catalogueDataType,
+  forEachColumnKey,
+  seenFrom,
+  seenUntil,
+} from '../domain/catalogue.ts';
 import { DAY_US, storedCost, withCost } from '../domain/ingest-plan.ts';
 import { PROMOTED_METRICS, type RecordBody, SPAN_TYPES, TOKEN_METRICS } from '../domain/records.ts';
 import { hourOf } from '../domain/rollups.ts';
@@ -615,8 +621,8 @@ export class RecordDeletes {
         column_id: 'metrics/cost',
         record_type: type,
         data_type: catalogueDataType(cost),
-        first_seen: at,
-        last_seen: at,
+        first_seen: seenFrom(at),
+        last_seen: seenUntil(at),
       })
       .onConflict((oc) =>
         oc.columns(['run_id', 'column_id', 'record_type', 'data_type']).doUpdateSet({
@@ -643,8 +649,8 @@ export class RecordDeletes {
     if (this.pg) q = q.forUpdate();
     const [entry] = (yield q.compile()) as { first_seen: number; last_seen: number }[];
     if (!entry) return;
-    const needFirst = Number(entry.first_seen) >= t.min;
-    const needLast = Number(entry.last_seen) <= t.max;
+    const needFirst = Number(entry.first_seen) >= seenFrom(t.min);
+    const needLast = Number(entry.last_seen) <= seenUntil(t.max);
     if (!needFirst && !needLast) return;
     const has = this.carries(t.column, t.dataType);
     const seen = (dir: 'asc' | 'desc'): Compilable =>
@@ -656,12 +662,17 @@ export class RecordDeletes {
         .where(has)
         .orderBy('created_at', dir)
         .limit(1);
-    const found = (rows: Row[]) => (rows.length ? Number(rows[0].created_at) : null);
-    const first = needFirst ? found(yield seen('asc').compile()) : Number(entry.first_seen);
+    const found = (rows: Row[], round: (at: number) => number) =>
+      rows.length ? round(Number(rows[0].created_at)) : null;
+    const first = needFirst ? found(yield seen('asc').compile(), seenFrom) : Number(entry.first_seen);
     // The catalogue may be wider than the records (a write that dropped a key leaves its entry), so
     // either bound may find no record left: the entry goes.
     const last =
-      first === null ? null : needLast ? found(yield seen('desc').compile()) : Number(entry.last_seen);
+      first === null
+        ? null
+        : needLast
+          ? found(yield seen('desc').compile(), seenUntil)
+          : Number(entry.last_seen);
     if (first === null || last === null) {
       yield key(this.db.deleteFrom('column_catalogue')).compile();
       return;

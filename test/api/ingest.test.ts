@@ -731,6 +731,37 @@ for (const store of storesUnderTest()) {
       assert.equal(Number(cust?.last_seen), Date.parse(day(7)) * 1000);
     });
 
+    test('the catalogue keeps first and last seen to the hour, rounded outwards', async () => {
+      const { projectId: pid, logStreamId: ls } = await projectWithLogStream(s);
+      const at = (minutes: number) => new Date(Date.parse(day(5)) + minutes * 60_000).toISOString();
+      const seen = async () => {
+        const row = await db()
+          .selectFrom('column_catalogue')
+          .select(['first_seen', 'last_seen'])
+          .where('run_id', '=', ls)
+          .where('column_id', '=', 'user_metadata/customer')
+          .where('record_type', '=', 'trace')
+          .executeTakeFirstOrThrow();
+        return [Number(row.first_seen), Number(row.last_seen)].map((us) => new Date(us / 1000).toISOString());
+      };
+      await s.call('POST', `/v2/projects/${pid}/traces`, {
+        log_stream_id: ls,
+        traces: [fullTrace({ created: at(10) })],
+      });
+      assert.deepEqual(await seen(), [day(5, 12), day(5, 13)]);
+      // A later batch inside the same hour moves nothing; one in the next hour moves last_seen.
+      await s.call('POST', `/v2/projects/${pid}/traces`, {
+        log_stream_id: ls,
+        traces: [fullTrace({ created: at(50) })],
+      });
+      assert.deepEqual(await seen(), [day(5, 12), day(5, 13)]);
+      await s.call('POST', `/v2/projects/${pid}/traces`, {
+        log_stream_id: ls,
+        traces: [fullTrace({ created: at(70) })],
+      });
+      assert.deepEqual(await seen(), [day(5, 12), day(5, 14)]);
+    });
+
     test('bad input: exact locs, nesting bound, and a rejected batch leaves nothing', async () => {
       const before = await recordCount();
       const beforeCounts = await counts();
