@@ -4,27 +4,38 @@ import fs from 'node:fs';
 import { workerData } from 'node:worker_threads';
 import SQLite from 'better-sqlite3';
 
-const { file, intervalMs, busyIntervalMs, idleMs } = workerData;
+const { file, intervalMs, busyIntervalMs, idleMs, cutAboveBytes } = workerData;
 const db = new SQLite(file, { fileMustExist: true });
 db.pragma('synchronous = NORMAL');
 db.pragma('cache_size = 16');
 // Never wait: a TRUNCATE checkpoint holds the write lock while it waits for readers.
 db.pragma('busy_timeout = 0');
+const pageSize = Number(db.pragma('page_size', { simple: true }));
+/** A WAL holding less than this (since it last started over) took only small writes. */
+const SMALL_BYTES = 1024 * 1024;
 const wal = `${file}-wal`;
 let seen = '';
 let changedAt = Date.now();
+let largeAt = Date.now();
 const markOf = (st) => (st ? `${st.size}:${st.mtimeMs}` : '');
 const tick = () => {
   let active = false;
   try {
     const st = fs.statSync(wal, { throwIfNoEntry: false });
     const mark = markOf(st);
+    const now = Date.now();
     if (st && mark !== seen) {
-      db.pragma('wal_checkpoint(PASSIVE)');
+      const [r] = db.pragma('wal_checkpoint(PASSIVE)');
+      if (r.log * pageSize >= SMALL_BYTES) largeAt = now;
       seen = mark;
-      changedAt = Date.now();
+      changedAt = now;
       active = true;
-    } else if (st && st.size > 0 && Date.now() - changedAt >= idleMs) {
+    }
+    // Cut the file once writes stop; or once they are all small (a lease renewed every few seconds
+    // would otherwise keep a burst's WAL of hundreds of MB on disk for good).
+    const quiet = now - changedAt >= idleMs;
+    const onlySmall = now - largeAt >= idleMs && st && st.size > cutAboveBytes;
+    if (st && st.size > 0 && (quiet || onlySmall)) {
       const [r] = db.pragma('wal_checkpoint(TRUNCATE)');
       if (r.busy === 0) seen = markOf(fs.statSync(wal, { throwIfNoEntry: false }));
     }

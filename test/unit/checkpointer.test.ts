@@ -83,6 +83,25 @@ test('the WAL keeps its file while writes go on and is truncated once they stop'
   assert.equal(h.prepare('select count(*) from t').pluck().get(), 21 * 64, 'writes go on after');
 });
 
+test('a large WAL is truncated once only small writes come, though they never stop', async (t) => {
+  const { file, h } = writer(t, { idleMs: 300, cutAboveBytes: 2 * 1024 * 1024 });
+  const wal = `${file}-wal`;
+  const insert = h.prepare('insert into t (v) values (randomblob(4096))');
+  // A burst of about 8 MiB in one commit, then a small write every 50 ms (as leases are renewed).
+  h.transaction(() => {
+    for (let j = 0; j < 2048; j++) insert.run();
+  })();
+  assert.ok(fs.statSync(wal).size > 4 * 1024 * 1024, 'the burst is in the WAL');
+  let cut = false;
+  for (let i = 0; i < 60 && !cut; i++) {
+    h.prepare('insert into t (v) values (1)').run();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    cut = fs.statSync(wal).size < 2 * 1024 * 1024;
+  }
+  assert.ok(cut, 'the WAL file was cut back while small writes went on');
+  assert.equal(h.prepare('select count(*) from t where length(v) = 4096').pluck().get(), 2048);
+});
+
 test('truncating the WAL never holds a write back while a reader keeps an older snapshot', async (t) => {
   const { file, h } = writer(t, { idleMs: 100 });
   h.prepare('insert into t (v) values (randomblob(4096))').run();
