@@ -11,7 +11,7 @@
  *
  * Each bin has one integer code (binCode): 0 for zero, even for positive values and odd for
  * negative ones. A sketch is stored as its (code, count) pairs in ascending code order: on SQLite
- * as a blob of little-endian int32 pairs (encodeBins), on PostgreSQL as an int4[] of the same pairs;
+ * as a blob of varints (encodeBins), on PostgreSQL as an int4[] of the same pairs;
  * two stored sketches merge in one pass (mergeBins; PostgreSQL's rollup_bins_merge, migration 030).
  *
  * Written here rather than taken from @datadog/sketches-js: that library keeps bins in its own
@@ -93,10 +93,29 @@ export function sketchPairs(s: Sketch): number[] {
   return out;
 }
 
-/** Pairs as SQLite stores them: little-endian int32s. */
-export function encodeBins(pairs: readonly number[]): Buffer {
-  const b = Buffer.allocUnsafe(pairs.length * 4);
-  for (let i = 0; i < pairs.length; i++) b.writeInt32LE(pairs[i], i * 4);
+/**
+ * Pairs as SQLite stores them: the number of pairs, then each pair's code as its step from the code
+ * before and its count, all zigzag varints. That is about 2.3 bytes a bin against 8 as int32 pairs
+ * (the form before): a rollup row's sketch of several columns then stays on its page, where rows of
+ * 5 to 9 KB each took a 16 KiB overflow page (bench:ingest --profile metadata: 15.5 of rollup_scalars'
+ * 23.2 MB unused). A blob whose length is a multiple of 8 is read as the older form, so this one is
+ * padded by a byte when it would be.
+ */
+export function encodeBins(pairs: ArrayLike<number>): Buffer {
+  const n = pairs.length / 2;
+  let size = varintSize(n);
+  for (let i = 0, prev = 0; i < pairs.length; i += 2) {
+    size += varintSize(zigzag(pairs[i] - prev)) + varintSize(zigzag(pairs[i + 1]));
+    prev = pairs[i];
+  }
+  // Not from Buffer's shared pool: a view of the pool would carry all of it wherever it is cloned.
+  const b = Buffer.alloc(size % 8 === 0 ? size + 1 : size);
+  let at = writeVarint(b, 0, n);
+  for (let i = 0, prev = 0; i < pairs.length; i += 2) {
+    at = writeVarint(b, at, zigzag(pairs[i] - prev));
+    at = writeVarint(b, at, zigzag(pairs[i + 1]));
+    prev = pairs[i];
+  }
   return b;
 }
 
@@ -105,7 +124,39 @@ export function decodeBins(v: unknown): ArrayLike<number> {
   if (v === null || v === undefined) return [];
   if (Array.isArray(v)) return v as number[];
   const u = v as Uint8Array;
-  return new Int32Array(u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength));
+  if (u.byteLength % 8 === 0)
+    return new Int32Array(u.buffer.slice(u.byteOffset, u.byteOffset + u.byteLength));
+  let at = 0;
+  const next = () => {
+    let value = 0;
+    let scale = 1;
+    for (;;) {
+      const byte = u[at++];
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+      scale *= 128;
+    }
+  };
+  const out = new Int32Array(next() * 2);
+  for (let i = 0, prev = 0; i < out.length; i += 2) {
+    prev += unzigzag(next());
+    out[i] = prev;
+    out[i + 1] = unzigzag(next());
+  }
+  return out;
+}
+
+const zigzag = (v: number): number => (v >= 0 ? 2 * v : -2 * v - 1);
+const unzigzag = (z: number): number => (z % 2 === 0 ? z / 2 : -(z + 1) / 2);
+function varintSize(v: number): number {
+  let size = 1;
+  for (; v >= 128; v = Math.floor(v / 128)) size++;
+  return size;
+}
+function writeVarint(b: Buffer, at: number, v: number): number {
+  for (; v >= 128; v = Math.floor(v / 128)) b[at++] = (v % 128) | 0x80;
+  b[at++] = v;
+  return at;
 }
 
 /**
