@@ -52,14 +52,17 @@ export interface CheckpointerOptions {
 
 /** What the checkpoint thread is given. */
 export interface CheckpointerData extends Required<CheckpointerOptions> {
-  file: string;
+  files: string[];
 }
 
-/** Starts the checkpoint thread for a database file (in WAL mode). */
-export function startCheckpointer(file: string, opts: CheckpointerOptions = {}): Checkpointer {
+/**
+ * Starts the checkpoint thread for database files in WAL mode (the store's and its text index's); a
+ * file that does not exist yet is taken up once it does.
+ */
+export function startCheckpointer(files: string[], opts: CheckpointerOptions = {}): Checkpointer {
   const { intervalMs = 100, busyIntervalMs = 2, idleMs = 10_000, cutAboveBytes = 64 * 1024 * 1024 } = opts;
   const worker = startThread<CheckpointerData>('checkpoint-thread.js', {
-    file,
+    files,
     intervalMs,
     busyIntervalMs,
     idleMs,

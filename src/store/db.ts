@@ -23,6 +23,7 @@ import {
 } from './checkpointer.ts';
 import type { Dialect } from '../query/sql-dialect.ts';
 import { ReaderPool } from './reader-pool.ts';
+import { textIndexFile } from './search-text.ts';
 import type { DB } from './tables.ts';
 
 export type { Dialect };
@@ -167,7 +168,8 @@ export function openSqlite(
     // Records are written by the ingest writer's connection (sqlite-writer.ts); this one reads for
     // requests and makes the other, smaller writes.
     handle.pragma('cache_size = -8192');
-    checkpointer = startCheckpointer(file, checkpointerOptions);
+    const text = textIndexFile(handle);
+    checkpointer = startCheckpointer(text ? [file, text] : [file], checkpointerOptions);
   };
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });
   const readers = opts.readers && !handle.memory ? new ReaderPool(file, opts.readers) : null;

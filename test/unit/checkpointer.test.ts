@@ -9,6 +9,7 @@ import {
   writerAutocheckpointPages,
 } from '../../src/store/checkpointer.ts';
 import { ingestWriterPragmas, openSqlite } from '../../src/store/db.ts';
+import { attachTextIndex, textIndexFile } from '../../src/store/search-text.ts';
 
 /** Polls `check` every 10 ms until it is true or `ms` have passed; answers whether it became true. */
 async function within(ms: number, check: () => boolean): Promise<boolean> {
@@ -100,6 +101,22 @@ test('a large WAL is truncated once only small writes come, though they never st
   }
   assert.ok(cut, 'the WAL file was cut back while small writes went on');
   assert.equal(h.prepare('select count(*) from t where length(v) = 4096').pluck().get(), 2048);
+});
+
+test("the text index's file gets the same checkpoints, though it appears after the thread started", async (t) => {
+  const { h } = writer(t, { idleMs: 300 });
+  assert.ok(attachTextIndex(h));
+  const text = textIndexFile(h) as string;
+  const insert = h.prepare('insert into text.meta (key, value) values (?, randomblob(4096))');
+  h.transaction(() => {
+    for (let j = 0; j < 256; j++) insert.run(`k${j}`);
+  })();
+  assert.ok(fs.statSync(`${text}-wal`).size > 1024 * 1024, "the writes are in the index's WAL");
+  assert.ok(
+    await within(5000, () => fs.statSync(`${text}-wal`).size === 0),
+    'its WAL is truncated once idle',
+  );
+  assert.equal(h.prepare('select count(*) from text.meta').pluck().get(), 256);
 });
 
 test('truncating the WAL never holds a write back while a reader keeps an older snapshot', async (t) => {
