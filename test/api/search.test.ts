@@ -787,9 +787,12 @@ for (const store of storesUnderTest()) {
           assert.ok(k in d, `${d.id} lacks ${k}`);
         }
       }
-      // The window: keys seen only on records created before it are left out.
-      const later = await cols('sessions', { log_stream_id: logStreamId, start_time: iso(T0 + 2.5 * S) });
-      assert.ok(!later.has('metrics/latency'), 'latency was last seen at T0 + 2 s');
+      // The window: keys seen only on records created before it are left out. When a key was seen
+      // is kept to the hour: latency, last seen at T0 + 2 s, counts until T0 + 1 h.
+      const sameHour = await cols('sessions', { log_stream_id: logStreamId, start_time: iso(T0 + 2.5 * S) });
+      assert.ok(sameHour.has('metrics/latency'), 'latency was last seen within the hour from T0');
+      const later = await cols('sessions', { log_stream_id: logStreamId, start_time: iso(T0 + 3601 * S) });
+      assert.ok(!later.has('metrics/latency'), 'latency was last seen before T0 + 1 h');
       const early = await cols('sessions', { log_stream_id: logStreamId, end_time: iso(T0 + 1.5 * S) });
       assert.ok(early.has('user_metadata/a/b'));
       // Traces: trace keys; spans: model and span keys.
