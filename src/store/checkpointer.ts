@@ -1,8 +1,8 @@
 /**
  * SQLite WAL checkpoints off the writer's thread (checkpoint-thread.js). With the default
  * auto-checkpoint, the commit that takes the WAL past 1,000 pages copies them into the database file
- * and syncs it on the main thread while every request waits. This thread, with its own connection,
- * runs a PASSIVE checkpoint whenever the WAL file has changed since its last one: it never takes the
+ * and syncs it on the main thread while every request waits. This thread, with a connection of its
+ * own to each file (the store's, and its text index's once that exists), runs a PASSIVE checkpoint whenever the WAL file has changed since its last one: it never takes the
  * write lock, so the writer keeps appending meanwhile, and once a checkpoint has copied everything the
  * writer's next transaction starts the WAL from the beginning again. While the WAL keeps changing it
  * checks again after 2 ms rather than 100, so that under sustained ingestion a checkpoint starts right
@@ -18,8 +18,8 @@
  * disk than its data. So it does when the file is over `cutAboveBytes` (64 MiB) and no write of
  * 1 MiB or more has come for `idleMs`: background jobs renew their leases every few seconds, and
  * without this a burst's WAL (540 MB after 100,000 records of bench:ingest --profile metadata)
- * stayed on disk as long as the server ran. Its connection has no busy timeout: when a writer or reader is in the way it
- * gets SQLITE_BUSY at once and tries again on a later tick.
+ * stayed on disk as long as the server ran. Its connections have no busy timeout: when a writer or
+ * reader is in the way it gets SQLITE_BUSY at once and tries again on a later tick.
  */
 import { startThread } from './threads.ts';
 
