@@ -585,6 +585,37 @@ for (const store of storesUnderTest()) {
       assert.ok(!columns.body.columns.some((c: any) => c.id === 'user_metadata/k'));
     });
 
+    test("deleting a key's first and last records moves its hours to the records left", async () => {
+      const pl = await place(s, 'catalogue-hours');
+      // Records at 0:10, 3:10 and 5:10 past BASE's hour; the first and the last go.
+      const ids = [10, 190, 310].map(() => crypto.randomUUID());
+      await ingest(pl, {
+        log_stream_id: pl.ls,
+        traces: [10, 190, 310].map((m, i) => ({
+          id: ids[i],
+          name: 't',
+          input: 'i',
+          output: 'o',
+          created_at: at(m),
+          user_metadata: { k: 'x' },
+        })),
+      });
+      const hours = async () => {
+        const row: any = (await state(pl)).catalogue.find((c: any) => c.column_id === 'user_metadata/k');
+        const hour = (us: number) => (us / 1000 - Date.parse(at(0))) / 3_600_000;
+        return [hour(row.first_seen), hour(row.last_seen)];
+      };
+      assert.deepEqual(await hours(), [0, 6]);
+      for (const id of [ids[0], ids[2]]) {
+        const r = await s.call('POST', `/v2/projects/${pl.project}/traces/delete`, {
+          log_stream_id: pl.ls,
+          filters: [{ column_id: 'id', operator: 'eq', value: id }],
+        });
+        assert.equal(r.status, 200, r.text);
+      }
+      assert.deepEqual(await hours(), [3, 4]);
+    });
+
     test('a delete needs a run and the editor role; nothing is deleted otherwise', async () => {
       const pl = await place(s, 'needs-run');
       await ingest(pl, body(pl.ls, dataset(2, 2)));
