@@ -334,6 +334,16 @@ export class DashboardsService {
   ) {
     await this.editable(caller, projectId, logStreamId, dashboardId);
     rejectUnstorable(['body'], body);
+    // The metric is checked before the lock: on SQLite the lock's transaction holds the store's one
+    // connection, and the check's reads (the column catalogue) would wait for it for ever.
+    if (body.metric !== undefined || body.aggregation !== undefined) {
+      const before = await this.repo.widget(dashboardId, widgetId);
+      if (!before) throw notFound('Widget');
+      await this.checkWidget(projectId, {
+        metric: body.metric ?? before.metric,
+        aggregation: body.aggregation ?? before.aggregation,
+      });
+    }
     const now = nowUs();
     return this.repo.locked(dashboardId, async (repo) => {
       const current = await repo.widget(dashboardId, widgetId);
@@ -343,9 +353,6 @@ export class DashboardsService {
         if (body[k] !== undefined) patch[k] = body[k];
       if (has(body, 'description')) patch.description = body.description ?? null;
       if (has(body, 'dataset')) patch.dataset = toJson(body.dataset ?? null);
-      const next = { ...current, ...patch };
-      if (body.metric !== undefined || body.aggregation !== undefined)
-        await this.checkWidget(projectId, next);
       if (has(body, 'section_id') && (body.section_id ?? null) !== current.section_id) {
         patch.section_id = body.section_id ?? null;
         await this.checkPlacement(repo, dashboardId, patch.section_id);

@@ -491,6 +491,14 @@ for (const store of storesUnderTest()) {
       const cleared = await s.call('PUT', `${w}/${a.body.id}`, { description: null, dataset: null });
       assert.equal(cleared.body.description, null);
       assert.equal(cleared.body.dataset, null);
+      // A custom metric is checked against the column catalogue: on SQLite that read once waited for
+      // ever on the connection the widget's lock held, and every later request behind it.
+      const custom = await Promise.race([
+        s.call('PUT', `${w}/${a.body.id}`, { metric: 'metrics/never_seen' }),
+        new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
+      ]);
+      assert.ok(custom, 'a PUT of a custom metric answers');
+      assert.equal(custom.status, 422, custom.text);
       const renamedSection = await s.call('PUT', `${sec}/${s1.body.id}`, { name: 'Spend', color: null });
       assert.equal(renamedSection.status, 200, renamedSection.text);
       assert.equal(renamedSection.body.name, 'Spend');
