@@ -296,13 +296,64 @@ function bucketSpan(bucket: number | ArrayLike<number>): number {
   return bucket.length ? high - low + 1 : 1;
 }
 
+/** The pieces of one read as one read (their buckets and values in order). */
+function joinReads(pieces: readonly ScanRead[]): ScanRead {
+  const first = pieces[0];
+  const join = <T extends Int32Array | Float64Array>(parts: T[], make: (n: number) => T): T => {
+    let n = 0;
+    for (const p of parts) n += p.length;
+    const out = make(n);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  };
+  return {
+    // A read of one bucket comes as pieces of that bucket; a read of several, as pieces with theirs.
+    bucket:
+      typeof first.bucket === 'number'
+        ? first.bucket
+        : join(
+            pieces.map((p) => p.bucket as Int32Array),
+            (n) => new Int32Array(n),
+          ),
+    group: join(
+      pieces.map((p) => p.group),
+      (n) => new Int32Array(n),
+    ),
+    metrics: first.metrics.map((m, k) =>
+      m === null
+        ? null
+        : join(
+            pieces.map((p) => p.metrics[k] as Float64Array),
+            (n) => new Float64Array(n),
+          ),
+    ),
+  };
+}
+
+/** How many distinct group indices (each below `groups`) `group` holds. */
+function distinctGroups(group: Int32Array, groups: number): number {
+  const met = new Uint8Array(groups);
+  let n = 0;
+  for (let i = 0; i < group.length; i++)
+    if (met[group[i]] === 0) {
+      met[group[i]] = 1;
+      n++;
+    }
+  return n;
+}
+
 /**
  * The records a reader thread read, kept between the two steps of a grouped query: first the count
  * of records per group (to rank the groups over every thread's part), then the cells of the groups
  * shown. Groups that are not shown (a group per session, say) then cost a count, not a cell.
  *
  * Each read must hold every record of its buckets (a bucket is in one read only), as the reader
- * thread reads them: a read's cells are then whole, and can be aggregated as it is added.
+ * thread reads them: a read's cells are then whole, and can be aggregated as it is added. A read
+ * may come in pieces (see add).
  */
 export class GroupScan {
   private readonly index = new Map<unknown, number>();
@@ -316,6 +367,8 @@ export class GroupScan {
   private readonly aggregated: ReadCells[] = [];
   /** The values the whole-range percentiles need of the aggregated reads' records. */
   private readonly totalsOnly: ScanRead[] = [];
+  /** The pieces of a read not yet whole (see add). */
+  private pieces: ScanRead[] = [];
 
   /**
    * `specs`: the cells' aggregates; `totalMetrics`: the metrics (value list indices) whose values
@@ -326,7 +379,26 @@ export class GroupScan {
     private readonly totalMetrics: readonly number[],
   ) {}
 
-  add(values: CellValues): void {
+  /**
+   * Adds a read. A read too large for one statement comes in pieces, each added with `last` false
+   * but the last: the pieces are kept as group indices and numbers (a few bytes a record, not the
+   * JSON they came as) and joined once the read is whole.
+   */
+  add(values: CellValues, last = true): void {
+    const { read, distinct } = this.indexed(values);
+    if (last && this.pieces.length === 0) {
+      this.take(read, distinct);
+      return;
+    }
+    this.pieces.push(read);
+    if (!last) return;
+    const joined = joinReads(this.pieces);
+    this.pieces = [];
+    this.take(joined, distinctGroups(joined.group, this.groups.length));
+  }
+
+  /** A read's records with their group indices (groups met first here), and how many it has. */
+  private indexed(values: CellValues): { read: ScanRead; distinct: number } {
     const rows = values.groups.length;
     const group = new Int32Array(rows);
     // A read (a bucket) has a few hundred distinct values at most as a rule: a small table of its
@@ -362,7 +434,20 @@ export class GroupScan {
       group[i] = gi;
     }
     const { bucket, metrics } = values;
-    if ((local.size + distinctCodes) * bucketSpan(bucket) * AGGREGATE_AT_RATIO <= rows) {
+    return {
+      read: {
+        bucket: typeof bucket === 'number' ? bucket : Int32Array.from(bucket),
+        group,
+        metrics: [...metrics],
+      },
+      distinct: local.size + distinctCodes,
+    };
+  }
+
+  /** A whole read: aggregated now when it has few cells, else kept as values. */
+  private take(read: ScanRead, distinct: number): void {
+    const { bucket, group, metrics } = read;
+    if (distinct * bucketSpan(bucket) * AGGREGATE_AT_RATIO <= group.length) {
       const t = aggregateCells(this.specs, { bucket, groups: group, metrics });
       this.aggregated.push({
         bucket: Int32Array.from(t.b),
@@ -377,11 +462,7 @@ export class GroupScan {
         });
       return;
     }
-    this.reads.push({
-      bucket: typeof bucket === 'number' ? bucket : Int32Array.from(bucket),
-      group,
-      metrics: [...metrics],
-    });
+    this.reads.push(read);
   }
 
   /** Up to `limit` text values met at least `min` times, most met first. */

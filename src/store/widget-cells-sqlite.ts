@@ -5,10 +5,10 @@
  * per run of buckets, at most MAX_CHUNKS statements) keeps each sort small, and the
  * (run_id, created_at) index reads each bucket's rows as one range; that measured faster than one
  * statement over the whole range. Grouped cells read their values as JSON arrays and group them in
- * JavaScript (domain/cell-aggregates.ts), without SQLite's sort.
+ * JavaScript (domain/cell-aggregates.ts), without SQLite's sort; a large bucket in pieces.
  */
 import { type Kysely, sql } from 'kysely';
-import { GroupScan, PercentilePlan, aggregateCells, numbers } from '../domain/cell-aggregates.ts';
+import { GroupScan, PercentilePlan, numbers } from '../domain/cell-aggregates.ts';
 import {
   CellCollector,
   type CellColumns,
@@ -48,12 +48,37 @@ const DICTIONARY_SIZE = 32;
 /** At most this many statements per query (each covers whole buckets). */
 const MAX_CHUNKS = 400;
 
+/**
+ * A grouped read whose range holds more records than this is read in pieces of about this many (by
+ * time; see PIECE_END_SQL), kept as group indices and numbers and joined once whole. Read whole, a
+ * bucket of 1,000,000 records (a daily dashboard over a busy day) made SQLite build a JSON string of
+ * several MB per column, copied into JavaScript and parsed into arrays: the server's peak RSS drawing
+ * such a dashboard by scan was 336-343 MB, against 251-263 MB in pieces, at the same speed. Pieces of
+ * 65,536 records were 20-40% slower, probably because their strings and arrays (over 128 KiB) each
+ * took a memory map of their own (MALLOC_MMAP_THRESHOLD_) and a V8 large object.
+ */
+const PIECE_RECORDS = 8192;
+
+/**
+ * The time of the record that follows the first pieceRecords of the run's records in [low, high)
+ * (an index-only walk of run and time), or none when there are no more. Records of one microsecond
+ * stay in one piece.
+ */
+const PIECE_END_SQL = `select created_at from records where run_id = ? and created_at >= ? and created_at < ?
+  order by created_at limit 1 offset ?`;
+
 export class SqliteWidgetCells implements WidgetCellsStore {
   private readonly readers: ReaderPool | null;
   private readonly text: SqliteTextCandidates;
 
-  /** Widget data is read on the store's reader threads; without them (the threads' own connections), here. */
-  constructor(private readonly store: Store) {
+  /**
+   * Widget data is read on the store's reader threads; without them (the threads' own connections),
+   * here. `pieceRecords`: the size of a grouped read's pieces (tests make it small).
+   */
+  constructor(
+    private readonly store: Store,
+    private readonly pieceRecords = PIECE_RECORDS,
+  ) {
     this.text = new SqliteTextCandidates(store.sqlite!);
     this.readers = store.readers;
   }
@@ -197,6 +222,8 @@ export class SqliteWidgetCells implements WidgetCellsStore {
         byValues?.query ??
         cellStatement(q, { bucket: !single, percentilesOnly: false, ...range }, sqliteSql, candidates).query;
       const cells = new CellCollector(specs.map((a) => a.name));
+      // Grouped cells go through a scan: the caller's, kept for its next steps, or one of this call's.
+      const groups = byValues ? (scan ?? new GroupScan(specs, [])) : null;
       let totals: CellColumns | null = null;
       raw.exec('begin');
       try {
@@ -212,31 +239,40 @@ export class SqliteWidgetCells implements WidgetCellsStore {
           };
           let { stmt, params, lowAt, highAt } = prepare(query);
           // A text group_by: after the first read, the values met often are read as numbers.
-          let coding = scan !== undefined && q.group?.dataType === 'text';
+          let coding = groups !== null && q.group?.dataType === 'text';
+          const pieceEnd = raw.prepare(PIECE_END_SQL).pluck();
           for (let i = part.from; i < part.to; i += perChunk) {
-            params[lowAt] = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
-            params[highAt] = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
-            if (byValues) {
-              const arrays = (stmt.get(params) as string[]).map((a) => JSON.parse(a) as (number | null)[]);
-              const bucket = single ? i : (arrays.shift() as number[]);
-              const groups = arrays.shift()!;
-              const metrics = valueReads(q.metrics).map((_, r) => {
-                const at = byValues.read.indexOf(r);
-                return at < 0 ? null : numbers(arrays[at]);
-              });
-              if (scan) scan.add({ bucket, groups, metrics });
-              else cells.addColumns(aggregateCells(specs, { bucket, groups, metrics }));
-              if (coding && scan && groups.length > 0) {
-                coding = false;
-                const dictionary = scan.frequent(DICTIONARY_SIZE, Math.max(2, groups.length / 200));
-                if (dictionary.length) {
-                  scan.useCodes(dictionary);
-                  const coded = valuesStatement(q, { bucket: !single, ...range }, candidates, dictionary);
-                  ({ stmt, params, lowAt, highAt } = prepare(coded.query));
+            const low = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
+            const high = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
+            if (groups) {
+              for (let from = low; from < high; ) {
+                const next = pieceEnd.get(q.runId, from, high, this.pieceRecords) as number | undefined;
+                const to = next === undefined ? high : Math.max(next, from + 1);
+                params[lowAt] = from;
+                params[highAt] = to;
+                const arrays = (stmt.get(params) as string[]).map((a) => JSON.parse(a) as (number | null)[]);
+                const bucket = single ? i : (arrays.shift() as number[]);
+                const values = arrays.shift()!;
+                const metrics = valueReads(q.metrics).map((_, r) => {
+                  const at = byValues!.read.indexOf(r);
+                  return at < 0 ? null : numbers(arrays[at]);
+                });
+                groups.add({ bucket, groups: values, metrics }, to === high);
+                from = to;
+                if (coding && values.length > 0) {
+                  coding = false;
+                  const dictionary = groups.frequent(DICTIONARY_SIZE, Math.max(2, values.length / 200));
+                  if (dictionary.length) {
+                    groups.useCodes(dictionary);
+                    const coded = valuesStatement(q, { bucket: !single, ...range }, candidates, dictionary);
+                    ({ stmt, params, lowAt, highAt } = prepare(coded.query));
+                  }
                 }
               }
               continue;
             }
+            params[lowAt] = low;
+            params[highAt] = high;
             for (const row of stmt.all(params) as unknown[][]) {
               if (!single) cells.add(row);
               // An aggregate without GROUP BY answers one row even for no records (`n`, the third
@@ -245,6 +281,7 @@ export class SqliteWidgetCells implements WidgetCellsStore {
             }
           }
         }
+        if (groups && !scan) cells.addColumns(groups.cells(groups.groupCounts().groups));
         if (part.totals) {
           const whole = { low: q.startUs, high: q.endUs };
           const t = cellStatement(

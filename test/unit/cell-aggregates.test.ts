@@ -117,7 +117,7 @@ describe('widget cells grouped in JavaScript', () => {
     );
   });
 
-  test('a grouped scan read in parts counts every group and gives the shown groups the same cells and values', () => {
+  test('a grouped scan read in parts (each read whole or in pieces) counts every group and gives the shown groups the same cells and values', () => {
     fc.assert(
       fc.property(
         // Lengths up to the maximum: buckets of many records and few groups are aggregated as read.
@@ -126,7 +126,8 @@ describe('widget cells grouped in JavaScript', () => {
         fc.integer({ min: 1, max: 6 }),
         fc.boolean(),
         fc.boolean(),
-        (generated, pieces, limit, coded, oneBucketReads) => {
+        fc.integer({ min: 1, max: 3 }),
+        (generated, pieces, limit, coded, oneBucketReads, split) => {
           // Codes stand only for groups whose values are all text.
           const records = coded
             ? generated.map((r) => ({ ...r, group: typeof r.group === 'number' ? String(r.group) : r.group }))
@@ -142,16 +143,32 @@ describe('widget cells grouped in JavaScript', () => {
           else
             for (let k = 0; k < pieces; k++)
               reads.push(input(buckets.filter((_, i) => i % pieces === k).flatMap(of)));
+          // A read may come in `split` pieces of its records, as a large bucket does (the last
+          // one says so).
+          const pieceList = reads.flatMap((read) =>
+            Array.from({ length: split }, (_, k) => {
+              const from = Math.floor((k * read.groups.length) / split);
+              const to = Math.floor(((k + 1) * read.groups.length) / split);
+              return {
+                last: k === split - 1,
+                read: {
+                  bucket: typeof read.bucket === 'number' ? read.bucket : read.bucket.slice(from, to),
+                  groups: read.groups.slice(from, to),
+                  metrics: read.metrics.map((m) => (m ? m.slice(from, to) : null)),
+                },
+              };
+            }),
+          );
           // After the first piece, text values met at least twice come as their dictionary place.
           let dictionary: string[] | null = null;
-          for (const piece of reads) {
+          for (const { read: piece, last } of pieceList) {
             if (dictionary) {
               const codes = dictionary;
               piece.groups = piece.groups.map((g) =>
                 typeof g === 'string' && codes.includes(g) ? codes.indexOf(g) : g,
               );
             }
-            scan.add(piece);
+            scan.add(piece, last);
             if (!dictionary && coded) {
               dictionary = scan.frequent(2, 2);
               scan.useCodes(dictionary);
