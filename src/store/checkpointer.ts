@@ -2,9 +2,10 @@
  * SQLite WAL checkpoints off the writer's thread (checkpoint-thread.js). With the default
  * auto-checkpoint, the commit that takes the WAL past 1,000 pages copies them into the database file
  * and syncs it on the main thread while every request waits. This thread, with a connection of its
- * own to each file (the store's, and its text index's once that exists), runs a PASSIVE checkpoint whenever the WAL file has changed since its last one: it never takes the
- * write lock, so the writer keeps appending meanwhile, and once a checkpoint has copied everything the
- * writer's next transaction starts the WAL from the beginning again. While the WAL keeps changing it
+ * own to each file (the store's, and its text index's once that exists), runs a PASSIVE checkpoint
+ * whenever the WAL file has changed since its last one: it never takes the write lock, so the writer
+ * keeps appending meanwhile, and once a checkpoint has copied everything the writer's next
+ * transaction starts the WAL from the beginning again. While the WAL keeps changing it
  * checks again after 2 ms rather than 100, so that under sustained ingestion a checkpoint starts right
  * after each commit and often finishes before the next.
  *

@@ -241,6 +241,8 @@ export class SqliteWidgetCells implements WidgetCellsStore {
           // A text group_by: after the first read, the values met often are read as numbers.
           let coding = groups !== null && q.group?.dataType === 'text';
           const pieceEnd = raw.prepare(PIECE_END_SQL).pluck();
+          // Each value list's column among a grouped read's arrays (after bucket and group), or -1.
+          const readAt = byValues ? valueReads(q.metrics).map((_, r) => byValues.read.indexOf(r)) : [];
           for (let i = part.from; i < part.to; i += perChunk) {
             const low = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
             const high = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
@@ -253,10 +255,7 @@ export class SqliteWidgetCells implements WidgetCellsStore {
                 const arrays = (stmt.get(params) as string[]).map((a) => JSON.parse(a) as (number | null)[]);
                 const bucket = single ? i : (arrays.shift() as number[]);
                 const values = arrays.shift()!;
-                const metrics = valueReads(q.metrics).map((_, r) => {
-                  const at = byValues!.read.indexOf(r);
-                  return at < 0 ? null : numbers(arrays[at]);
-                });
+                const metrics = readAt.map((at) => (at < 0 ? null : numbers(arrays[at])));
                 groups.add({ bucket, groups: values, metrics }, to === high);
                 from = to;
                 if (coding && values.length > 0) {
