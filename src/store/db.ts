@@ -186,6 +186,10 @@ export function openSqlite(
       await readers?.close();
       await checkpointer?.stop();
       await db.destroy();
+      // Kysely closes its driver's connection only once it has run a query: a store read through the
+      // handle alone (an export's own connection) kept it, its page cache and its temporary table
+      // open for as long as the thread ran.
+      if (handle.open) handle.close();
     },
   };
 }
