@@ -15,7 +15,7 @@
  * 8. the scorer queue: an LLM judge's backlog (the traces of one customer) against the fake provider;
  * 9. all of them at once for --soak seconds (ingestion paced at --soak-rate records/s), RSS and its
  *    private part (RssAnon, where a leak shows) sampled every 10 s, with the private part's trend
- *    over the second half.
+ *    over the second half, and the RSS by kind of mapping (`memoryMap`) every minute.
  *
  *   npm run bench:memory                                        # SQLite, 1,000,000 records, 10-minute soak
  *   npm run bench:memory -- --store postgres
@@ -85,6 +85,38 @@ function rssNow(server: ChildServer): { rss: number; anon: number } {
   const status = fs.readFileSync(`/proc/${server.proc.pid}/status`, 'utf8');
   const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
   return { rss: kb('VmRSS') / 1024, anon: kb('RssAnon') / 1024 };
+}
+
+/**
+ * The server's resident memory by kind of mapping, in MB (Linux smaps): glibc's main arena (`[heap]`),
+ * its other arenas (maps of at most 64 MiB on a 64 MiB boundary), anonymous maps on a 256 KiB boundary
+ * in multiples of it (V8's heap pages, mostly), other anonymous maps (the allocator's blocks of 128 KiB
+ * and more, thread stacks) and named maps (files, mostly code). Tells which part grows when the RSS does.
+ */
+function memoryMap(server: ChildServer): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  let kind = '';
+  for (const line of fs.readFileSync(`/proc/${server.proc.pid}/smaps`, 'utf8').split('\n')) {
+    const m = /^([0-9a-f]+)-([0-9a-f]+) \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
+    if (m) {
+      const start = Number.parseInt(m[1]!, 16);
+      const size = Number.parseInt(m[2]!, 16) - start;
+      const name = m[3]!.trim();
+      kind =
+        name === '[heap]'
+          ? 'main arena'
+          : name
+            ? 'files'
+            : start % 2 ** 26 === 0 && size <= 2 ** 26
+              ? 'other arenas'
+              : start % 2 ** 18 === 0 && size % 2 ** 18 === 0
+                ? 'V8 pages'
+                : 'other maps';
+      continue;
+    }
+    if (line.startsWith('Rss:')) kinds[kind] = (kinds[kind] ?? 0) + Number(line.split(/\s+/)[1]) / 1024;
+  }
+  return kinds;
 }
 
 /** Peak RSS since the last reset (VmHWM) in MB; reset sets it to the RSS of the moment. */
@@ -444,10 +476,10 @@ try {
     );
     server.resetPeak();
     const deadline = Date.now() + SOAK_MS;
-    const samples: { t: number; rss: number; anon: number }[] = [];
+    const samples: { t: number; rss: number; anon: number; map: Record<string, number> }[] = [];
     const s0 = Date.now();
     const sampler = setInterval(
-      () => samples.push({ t: (Date.now() - s0) / 1000, ...rssNow(server) }),
+      () => samples.push({ t: (Date.now() - s0) / 1000, ...rssNow(server), map: memoryMap(server) }),
       10_000,
     );
     // The server's longest event-loop stall of each 10 s (prom-client resets it at every read): a
@@ -520,6 +552,13 @@ try {
         : Number.NaN;
     console.log(`    RSS every 10 s (MB): ${samples.map((s) => s.rss.toFixed(0)).join(' ')}`);
     console.log(`    of which private:    ${samples.map((s) => s.anon.toFixed(0)).join(' ')}`);
+    for (const kind of Object.keys(samples.at(-1)?.map ?? {}).sort())
+      console.log(
+        `    ${kind.padEnd(17)} (MB): ${samples
+          .filter((_, i) => i % 6 === 0 || i === samples.length - 1)
+          .map((s) => (s.map[kind] ?? 0).toFixed(0))
+          .join(' ')}`,
+      );
     console.log(
       `    longest event-loop stall every 10 s (ms): ${stalls.map((s) => (s * 1000).toFixed(0)).join(' ')}`,
     );
