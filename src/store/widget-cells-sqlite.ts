@@ -240,13 +240,13 @@ export class SqliteWidgetCells implements WidgetCellsStore {
           let { stmt, params, lowAt, highAt } = prepare(query);
           // A text group_by: after the first read, the values met often are read as numbers.
           let coding = groups !== null && q.group?.dataType === 'text';
-          const pieceEnd = raw.prepare(PIECE_END_SQL).pluck();
+          const pieceEnd = groups ? raw.prepare(PIECE_END_SQL).pluck() : null;
           // Each value list's column among a grouped read's arrays (after bucket and group), or -1.
           const readAt = byValues ? valueReads(q.metrics).map((_, r) => byValues.read.indexOf(r)) : [];
           for (let i = part.from; i < part.to; i += perChunk) {
             const low = Math.max(q.startUs, q.firstUs + i * q.sizeUs);
             const high = Math.min(q.endUs, q.firstUs + Math.min(i + perChunk, part.to) * q.sizeUs);
-            if (groups) {
+            if (groups && pieceEnd) {
               for (let from = low; from < high; ) {
                 const next = pieceEnd.get(q.runId, from, high, this.pieceRecords) as number | undefined;
                 const to = next === undefined ? high : Math.max(next, from + 1);
