@@ -146,6 +146,16 @@ export function recordFacts(r: RollupRecord): {
   return { parts, dims };
 }
 
+type Facts = ReturnType<typeof recordFacts>;
+
+/** Whether a record's facts after an update hold every group and metric value they held before. */
+function putsBack(before: Facts, after: Facts): boolean {
+  const groups = new Set(after.dims.map(([dim, value]) => `${dim}\u0000${value}`));
+  if (!before.dims.every(([dim, value]) => groups.has(`${dim}\u0000${value}`))) return false;
+  const values = new Map(after.parts.map(([col, v]) => [col, v]));
+  return before.parts.every(([col, v]) => values.get(col) === v);
+}
+
 /** A record's metric values as RollupBatch.add reads them: record columns by index, metric keys by `m:<key>`. */
 class RecordParts {
   readonly scalarAt: number[] = [];
@@ -672,15 +682,23 @@ export class RollupBatch {
     return f;
   }
 
-  /** An update: the old part off and the new one on; the hour is dirty when anything kept changed. */
+  /**
+   * An update: the old part off and the new one on. Min and max cannot be taken off, so the old
+   * hour is dirty (its min and max may be stale) when the update takes a value off one of its rows:
+   * a value changed or gone, a group left, the record moved to another hour. An update that only
+   * adds (a judge's score written into a record, a metadata key set) puts back every value it takes
+   * off and leaves the hour clean: under an LLM judge, marking those hours dirty had the recompute
+   * read every hour of a 10,000,000-record log stream again and again.
+   */
   replace(runId: string, before: RollupRecord, after: RollupRecord): void {
     const h0 = hourOf(Number(before.created_at));
     const h1 = hourOf(Number(after.created_at));
-    if (h0 === h1 && JSON.stringify(recordFacts(before)) === JSON.stringify(recordFacts(after))) return;
+    const was = recordFacts(before);
+    const is = recordFacts(after);
+    if (h0 === h1 && JSON.stringify(was) === JSON.stringify(is)) return;
     this.add(runId, before, -1);
     this.add(runId, after, 1);
-    this.dirty.add(`${runId}\u0000${h0}`);
-    this.dirty.add(`${runId}\u0000${h1}`);
+    if (h0 !== h1 || !putsBack(was, is)) this.dirty.add(`${runId}\u0000${h0}`);
   }
 
   /**

@@ -174,3 +174,88 @@ test('batches stored as deltas and folded together give the rows of one batch of
     { numRuns: 150 },
   );
 });
+
+test('an update that only adds values keeps its hour clean and its min and max exact; one that takes a value off marks the old hour', () => {
+  fc.assert(
+    fc.property(
+      fc.array(record, { minLength: 1, maxLength: 80 }),
+      fc.array(fc.tuple(fc.nat(79), fc.double({ min: 0, max: 1, noNaN: true })), { maxLength: 20 }),
+      (rs, adds) => {
+        // Values on a 1/1024 grid: sums taken off and put back are exact.
+        const grid = (x: number) => Math.round(x * 1024) / 1024 || 0;
+        type Rec = Omit<(typeof rs)[number], 'metrics' | 'user_metadata'> & {
+          metrics: Record<string, number> | null;
+          user_metadata: Record<string, string> | null;
+        };
+        const records: Rec[] = rs.map((r) => ({
+          ...r,
+          duration_ns: r.duration_ns === null ? null : grid(r.duration_ns),
+          metrics: r.metrics ? { score: grid(r.metrics.score) } : null,
+        }));
+        const stored = (r: Rec) =>
+          ({ ...r, metrics: r.metrics && JSON.stringify(r.metrics) }) as unknown as RollupRecord;
+        const updated = new RollupBatch(null);
+        for (const r of records) updated.add('run', stored(r));
+        // A judge's score and a metadata key written into stored records.
+        const final = [...records];
+        for (const [j, [i, v]] of adds.entries()) {
+          const at = i % records.length;
+          const before = final[at];
+          const after = {
+            ...before,
+            metrics: { ...(before.metrics ?? {}), [`judge${j}`]: grid(v) },
+            user_metadata: { region: 'eu', ...(before.user_metadata ?? {}) },
+          };
+          updated.replace('run', stored(before), stored(after));
+          final[at] = after;
+        }
+        assert.deepEqual(updated.dirtyHours(), []);
+        const fresh = new RollupBatch(null);
+        for (const r of final) fresh.add('run', stored(r));
+        const key = (m: { dim: string; value: string; hour: number; col?: string }) =>
+          `${m.hour}|${m.dim}|${m.value}|${m.col ?? ''}`;
+        const got = updated.rows();
+        const want = fresh.rows();
+        assert.deepEqual(
+          got.counts.filter((c) => c.n !== 0),
+          want.counts,
+        );
+        const scalarsOf = (rows: typeof got.scalars) => new Map(rows.map((r) => [key(r), r.cols]));
+        const wantScalars = scalarsOf(want.scalars);
+        for (const [k, cols] of scalarsOf(got.scalars)) {
+          const w = wantScalars.get(k);
+          cols.forEach((c, i) => {
+            if (!c || c.c === 0) assert.ok(!w?.[i] || w[i]?.c === 0, k);
+            else assert.deepEqual(c, w?.[i], `${k} ${SCALAR_METRICS[i]}`);
+          });
+        }
+        const wantMetrics = new Map(want.metrics.map((m) => [key(m), m]));
+        for (const m of got.metrics) {
+          if (m.c === 0) continue;
+          assert.deepEqual(m, wantMetrics.get(key(m)), key(m));
+        }
+      },
+    ),
+    { numRuns: 150 },
+  );
+  const r = {
+    created_at: 10,
+    type: 'llm',
+    name: 'a',
+    model: null,
+    duration_ns: 5,
+    is_complete: 1,
+    metrics: JSON.stringify({ score: 0.5 }),
+    user_metadata: null,
+  } as unknown as RollupRecord;
+  const changed = new RollupBatch(null);
+  changed.replace('run', r, { ...r, metrics: JSON.stringify({ score: 1 }) });
+  assert.deepEqual(changed.dirtyHours(), [{ run_id: 'run', hour: 0 }]);
+  const left = new RollupBatch(null);
+  left.replace('run', r, { ...r, user_metadata: null, metrics: null });
+  assert.deepEqual(left.dirtyHours(), [{ run_id: 'run', hour: 0 }]);
+  // Moved an hour on: the old hour loses its values, the new one only gains.
+  const moved = new RollupBatch(null);
+  moved.replace('run', r, { ...r, created_at: ROLLUP_BUCKET_US + 10 });
+  assert.deepEqual(moved.dirtyHours(), [{ run_id: 'run', hour: 0 }]);
+});
