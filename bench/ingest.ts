@@ -1,6 +1,6 @@
 /**
  * Ingest benchmark: `npm run bench:ingest -- [--store sqlite|postgres] [--records N] [--batch N]
- * [--concurrency N] [--port N] [--profile default|metadata]`.
+ * [--concurrency N] [--port N] [--profile default|metadata] [--rounds N]`.
  *
  * --profile metadata: records of about 2.6 KB, each with 20 user_metadata keys, 10 of few values and
  * 10 of many (user, request, conversation and device ids…, new for every request or record: see
@@ -17,7 +17,9 @@
  *    (multi-row inserts in one transaction per batch; no HTTP, no validation, no derived data) into a
  *    fresh store; on PostgreSQL over --concurrency connections at once, as the HTTP phase's clients.
  * Prints records/s of both, their ratio, p50/p95 per request, disk against the JSON received, and the
- * server's peak RSS.
+ * server's peak RSS. With --rounds N both phases run N times in turn and the median ratio is printed
+ * last (this machine's speed drifts by a fifth within minutes, and a ratio of two phases run once
+ * each moves with it).
  * PostgreSQL: SPANBASE_BENCH_DATABASE_URL or SPANBASE_TEST_DATABASE_URL (a schema is created and dropped).
  */
 import fs from 'node:fs';
@@ -76,6 +78,11 @@ const { values: args } = parseArgs({
      * HTTP phase this many times each way, alternating (without first), then the ratio of the rates.
      */
     'rollups-compare': { type: 'string', default: '0' },
+    /**
+     * The HTTP phase and the raw baseline this many times, in turn, then the median of the rounds'
+     * ratios: the machine's speed drifts between two phases run once each.
+     */
+    rounds: { type: 'string', default: '1' },
   },
 });
 const store = args.store as 'sqlite' | 'postgres';
@@ -492,60 +499,84 @@ if (compareRounds > 0) {
   );
   process.exit(0);
 }
-let http: Awaited<ReturnType<typeof httpPhase>> | null = null;
-if (!args['skip-http']) {
-  http = await httpPhase();
-  console.log(
-    `HTTP:  ${http.records} records (${http.sessions} sessions) in ${(http.ms / 1000).toFixed(1)} s = ${rate(http.records, http.ms)} records/s` +
-      ` · ${http.requests} requests · ${mb(http.bytes)} of JSON (${Math.round(http.bytes / http.records)} B/record) · server peak RSS ${mb(http.peak)}`,
-  );
-  console.log(`per request: p50 ${http.p50.toFixed(0)} ms · p95 ${http.p95.toFixed(0)} ms`);
-  const after = http.searchableMs - http.ms;
-  console.log(
-    `searchable: ${(http.searchableMs / 1000).toFixed(1)} s = ${rate(http.records, http.searchableMs)} records/s` +
-      ` · background after the burst ${(after / 1000).toFixed(1)} s = ${(after / http.ms).toFixed(2)}× the burst (target ≤ 0.25)` +
-      ` · searchable / burst rate ${(http.ms / http.searchableMs).toFixed(2)} (target ≥ 0.8)`,
-  );
-  console.log(
-    `disk at rest: ${mb(http.disk)} for ${mb(http.bytes)} of JSON received = ${(http.disk / http.bytes).toFixed(2)}× (target ≤ 1.5)` +
-      ` · ${Math.round(http.disk / http.records)} B/record · right after the burst ${mb(http.busyDisk)} (${(http.busyDisk / http.bytes).toFixed(2)}×)`,
-  );
-  const big = Object.entries(http.files).filter(([, b]) => b > 1024 * 1024);
-  console.log(`       ${big.map(([f, b]) => `${f} ${mb(b)}`).join(' · ')}`);
-  console.log(
-    `       server CPU ${((http.burstCpu * 1000) / http.records).toFixed(1)} µs/record in the burst, ` +
-      `${((http.serverCpu * 1000) / http.records).toFixed(1)} until searchable, ` +
-      `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record` +
-      (store === 'postgres' && LOCAL_DB
-        ? `, PostgreSQL CPU ${((http.dbCpu * 1000) / http.records).toFixed(1)} µs/record until searchable`
-        : ''),
-  );
-  for (const d of http.dashboards)
+/** One round: the HTTP phase, then the raw baseline; the rates each measured (null when skipped). */
+async function round(): Promise<{ searchable: number | null; raw: number | null }> {
+  let http: Awaited<ReturnType<typeof httpPhase>> | null = null;
+  if (!args['skip-http']) {
+    http = await httpPhase();
     console.log(
-      `dashboard (4 widgets, hourly) grouped by ${d.groupBy}: p50 ${d.p50.toFixed(0)} ms · p95 ${d.p95.toFixed(0)} ms · ${d.groups} groups · by ${d.by}${d.reason ? ` (${d.reason})` : ''}`,
+      `HTTP:  ${http.records} records (${http.sessions} sessions) in ${(http.ms / 1000).toFixed(1)} s = ${rate(http.records, http.ms)} records/s` +
+        ` · ${http.requests} requests · ${mb(http.bytes)} of JSON (${Math.round(http.bytes / http.records)} B/record) · server peak RSS ${mb(http.peak)}`,
     );
-}
-if (!args['skip-raw']) {
-  const raw = await rawPhase();
-  console.log(
-    `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})` +
-      ` · loader CPU ${((raw.cpu * 1000) / raw.records).toFixed(1)} µs/row` +
-      (store === 'postgres' && LOCAL_DB
-        ? ` · PostgreSQL CPU ${((raw.dbCpu * 1000) / raw.records).toFixed(1)} µs/row`
-        : ''),
-  );
-  if (http) {
+    console.log(`per request: p50 ${http.p50.toFixed(0)} ms · p95 ${http.p95.toFixed(0)} ms`);
+    const after = http.searchableMs - http.ms;
     console.log(
-      `ratio: HTTP / raw = ${(rate(http.records, http.ms) / rate(raw.records, raw.ms)).toFixed(2)}` +
-        ` · searchable / raw = ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)}`,
+      `searchable: ${(http.searchableMs / 1000).toFixed(1)} s = ${rate(http.records, http.searchableMs)} records/s` +
+        ` · background after the burst ${(after / 1000).toFixed(1)} s = ${(after / http.ms).toFixed(2)}× the burst (target ≤ 0.25)` +
+        ` · searchable / burst rate ${(http.ms / http.searchableMs).toFixed(2)} (target ≥ 0.8)`,
     );
     console.log(
-      `summary [${store}, ${profile}]: searchable ${rate(http.records, http.searchableMs)} records/s · raw ${rate(raw.records, raw.ms)} rows/s` +
-        ` · ratio ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)} · p95 ${http.p95.toFixed(0)} ms/request` +
-        ` · disk ${(http.disk / http.bytes).toFixed(2)}× JSON · peak RSS ${mb(http.peak)} · load ${os
-          .loadavg()
-          .map((x) => x.toFixed(2))
-          .join(' ')}`,
+      `disk at rest: ${mb(http.disk)} for ${mb(http.bytes)} of JSON received = ${(http.disk / http.bytes).toFixed(2)}× (target ≤ 1.5)` +
+        ` · ${Math.round(http.disk / http.records)} B/record · right after the burst ${mb(http.busyDisk)} (${(http.busyDisk / http.bytes).toFixed(2)}×)`,
     );
+    const big = Object.entries(http.files).filter(([, b]) => b > 1024 * 1024);
+    console.log(`       ${big.map(([f, b]) => `${f} ${mb(b)}`).join(' · ')}`);
+    console.log(
+      `       server CPU ${((http.burstCpu * 1000) / http.records).toFixed(1)} µs/record in the burst, ` +
+        `${((http.serverCpu * 1000) / http.records).toFixed(1)} until searchable, ` +
+        `bench client CPU ${((http.clientCpu * 1000) / http.records).toFixed(1)} µs/record` +
+        (store === 'postgres' && LOCAL_DB
+          ? `, PostgreSQL CPU ${((http.dbCpu * 1000) / http.records).toFixed(1)} µs/record until searchable`
+          : ''),
+    );
+    for (const d of http.dashboards)
+      console.log(
+        `dashboard (4 widgets, hourly) grouped by ${d.groupBy}: p50 ${d.p50.toFixed(0)} ms · p95 ${d.p95.toFixed(0)} ms · ${d.groups} groups · by ${d.by}${d.reason ? ` (${d.reason})` : ''}`,
+      );
   }
+  let rawRate: number | null = null;
+  if (!args['skip-raw']) {
+    const raw = await rawPhase();
+    rawRate = rate(raw.records, raw.ms);
+    console.log(
+      `raw:   ${raw.records} records in ${(raw.ms / 1000).toFixed(1)} s = ${rate(raw.records, raw.ms)} records/s (store layer only, ${store === 'postgres' ? `${concurrency} connections` : 'one writer'})` +
+        ` · loader CPU ${((raw.cpu * 1000) / raw.records).toFixed(1)} µs/row` +
+        (store === 'postgres' && LOCAL_DB
+          ? ` · PostgreSQL CPU ${((raw.dbCpu * 1000) / raw.records).toFixed(1)} µs/row`
+          : ''),
+    );
+    if (http) {
+      console.log(
+        `ratio: HTTP / raw = ${(rate(http.records, http.ms) / rate(raw.records, raw.ms)).toFixed(2)}` +
+          ` · searchable / raw = ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)}`,
+      );
+      console.log(
+        `summary [${store}, ${profile}]: searchable ${rate(http.records, http.searchableMs)} records/s · raw ${rate(raw.records, raw.ms)} rows/s` +
+          ` · ratio ${(rate(http.records, http.searchableMs) / rate(raw.records, raw.ms)).toFixed(2)} · p95 ${http.p95.toFixed(0)} ms/request` +
+          ` · disk ${(http.disk / http.bytes).toFixed(2)}× JSON · peak RSS ${mb(http.peak)} · load ${os
+            .loadavg()
+            .map((x) => x.toFixed(2))
+            .join(' ')}`,
+      );
+    }
+  }
+  return {
+    searchable: http ? rate(http.records, http.searchableMs) : null,
+    raw: rawRate,
+  };
+}
+
+const rounds = Number(args.rounds);
+const ratios: number[] = [];
+for (let i = 0; i < rounds; i++) {
+  if (rounds > 1) console.log(`round ${i + 1} of ${rounds}`);
+  const r = await round();
+  if (r.searchable !== null && r.raw !== null) ratios.push(r.searchable / r.raw);
+}
+if (ratios.length > 1) {
+  const sorted = [...ratios].sort((a, b) => a - b);
+  console.log(
+    `ratio over ${ratios.length} rounds (searchable / raw, each round's phases in turn): median ${sorted[Math.floor((sorted.length - 1) / 2)].toFixed(2)}` +
+      ` · rounds ${ratios.map((x) => x.toFixed(2)).join(', ')}`,
+  );
 }
