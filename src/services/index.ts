@@ -184,6 +184,7 @@ export function createServices(
   jobs.pausedRuns = () => scoring.pausedRuns();
   const ingest = new IngestService(
     projects,
+    runs,
     new RunsRepo(store.db, store.dialect),
     metrics.countIngest(ingestStore(store, { rollups: config.rollups })),
     prices,

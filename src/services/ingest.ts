@@ -18,10 +18,11 @@ import {
   tracesFlow,
 } from '../store/ingest-flow.ts';
 import type { RunScoring } from '../domain/scorer-types.ts';
-import type { RunRow, RunsRepo } from '../store/runs.ts';
+import type { RunKind, RunsRepo } from '../store/runs.ts';
 import type { Caller } from './auth.ts';
 import type { ModelPricesService } from './model-prices.ts';
 import type { ProjectsService } from './projects.ts';
+import type { RunsService } from './runs.ts';
 import type { ScoringService } from './scoring.ts';
 import type { Plan } from '../domain/ingest-plan.ts';
 
@@ -33,7 +34,13 @@ export interface AddedRecord {
   type: string;
 }
 
-function targetOut(run: RunRow) {
+/** The run a request writes to. */
+interface TargetRun {
+  id: string;
+  kind: RunKind;
+}
+
+function targetOut(run: { id: string; kind: string }) {
   return {
     log_stream_id: run.kind === 'log_stream' ? run.id : null,
     experiment_id: run.kind === 'experiment' ? run.id : null,
@@ -52,7 +59,9 @@ export const RECOMPUTE_BATCH = 1000;
 export class IngestService {
   constructor(
     private readonly projects: ProjectsService,
-    private readonly runs: RunsRepo,
+    private readonly runs: RunsService,
+    /** For the run of a record PATCHed without naming one. */
+    private readonly runsRepo: RunsRepo,
     private readonly store: IngestStore,
     private readonly prices: ModelPricesService,
     private readonly scoring: ScoringService,
@@ -75,18 +84,16 @@ export class IngestService {
   }
 
   /** The run a request targets; 404 when it is not a run of the project. */
-  private async targetRun(projectId: string, t: Target): Promise<RunRow> {
-    if (t.log_stream_id) {
-      const run = await this.runs.byId(projectId, t.log_stream_id, 'log_stream');
-      if (!run) throw notFound('Log stream');
-      return run;
-    }
-    if (t.experiment_id) {
-      const run = await this.runs.byId(projectId, t.experiment_id, 'experiment');
-      if (!run) throw notFound('Experiment');
-      return run;
-    }
-    throw notFound('Metrics testing run');
+  private async targetRun(projectId: string, t: Target): Promise<TargetRun> {
+    const run: TargetRun | null = t.log_stream_id
+      ? { id: t.log_stream_id, kind: 'log_stream' }
+      : t.experiment_id
+        ? { id: t.experiment_id, kind: 'experiment' }
+        : null;
+    if (!run) throw notFound('Metrics testing run');
+    if (!(await this.runs.exists(projectId, run.id, run.kind)))
+      throw notFound(run.kind === 'log_stream' ? 'Log stream' : 'Experiment');
+    return run;
   }
 
   /**
@@ -194,7 +201,7 @@ export class IngestService {
       plan,
     } = await this.store.run(() => patchFlow(kind, id, patch, projectId, runId, now, pricer, scoring));
     this.afterWrite(plan);
-    const run = await this.runs.byId(projectId, actual);
+    const run = await this.runsRepo.byId(projectId, actual);
     return {
       project_id: projectId,
       project_name: project.name,

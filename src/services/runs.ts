@@ -91,8 +91,10 @@ export function runFilterTree(filters: RunFilterInput[]): FilterTree | null {
 
 /** Log streams and experiments: the runs of a project that records belong to. */
 export class RunsService {
-  /** Runs found by `check`, by project, id and kind. */
-  private readonly known = new Map<string, { gen: number; until: number }>();
+  /** Runs found by `exists`, by project, id and kind, with the generation they were found in. */
+  private readonly known = new Map<string, { gen: string; until: number }>();
+  /** Runs deleted through this process: a run remembered before is looked up again. */
+  private deleted = 0;
 
   constructor(
     private readonly runs: RunsRepo,
@@ -144,7 +146,11 @@ export class RunsService {
    */
   async delete(caller: Caller, projectId: string, runId: string): Promise<void> {
     await this.projects.access(caller, projectId, 'editor');
-    await this.runs.delete((await this.resolve(caller, projectId, runId)).id);
+    try {
+      await this.runs.delete((await this.resolve(caller, projectId, runId)).id);
+    } finally {
+      this.deleted++;
+    }
   }
 
   async list(caller: Caller, projectId: string, kind: RunKind) {
@@ -168,22 +174,29 @@ export class RunsService {
     return this.get(caller, projectId, runId, 'log_stream');
   }
 
-  /**
-   * The id of a run of the project (of `kind` when given) the caller may see; 404 otherwise. As
-   * `resolve`, but a run found is remembered for ACCESS_CACHE_MS (runs are only ever deleted with
-   * their project, which invalidates it at once; access is checked on every call).
-   */
+  /** The id of a run of the project (of `kind` when given) the caller may see; 404 otherwise. */
   async check(caller: Caller, projectId: string, runId: string, kind?: RunKind): Promise<string> {
     await this.projects.access(caller, projectId);
+    if (!(await this.exists(projectId, runId, kind))) throw notFound(kind ? KIND_LABEL[kind] : 'Run');
+    return runId;
+  }
+
+  /**
+   * Whether the run is one of the project's (of `kind` when given). A run found is remembered for
+   * ACCESS_CACHE_MS; deleting it or its project through this process forgets it at once. Ingestion
+   * asks on every request, and on SQLite a read of the store's one connection would wait behind the
+   * group commit under way (store/ingest.ts), so the next batch could not queue while it commits.
+   */
+  async exists(projectId: string, runId: string, kind?: RunKind): Promise<boolean> {
     const key = `${projectId} ${runId} ${kind ?? ''}`;
+    const gen = `${this.projects.generation} ${this.deleted}`;
     const hit = this.known.get(key);
-    if (hit && hit.until > Date.now() && hit.gen === this.projects.generation) return runId;
-    const gen = this.projects.generation;
+    if (hit && hit.until > Date.now() && hit.gen === gen) return true;
     const run = await this.runs.byId(projectId, runId, kind);
-    if (!run) throw notFound(kind ? KIND_LABEL[kind] : 'Run');
+    if (!run) return false;
     if (this.known.size >= 10_000) this.known.clear();
     this.known.set(key, { gen, until: Date.now() + ACCESS_CACHE_MS });
-    return run.id;
+    return true;
   }
 
   /** A run of the project (either kind) the caller may see; 404 otherwise. */
