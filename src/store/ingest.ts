@@ -116,6 +116,8 @@ const SQLITE_ID_CHUNK = 200;
  */
 const GROUP_WAIT_MS = 10;
 const GROUP_MIN_RECORDS = 100;
+/** The longest a drain keeps the main connection while it writes group after group. */
+const PIPELINE_MS = 100;
 
 const RECORD_TUPLE = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
 const SQLITE = {
@@ -163,18 +165,30 @@ interface Queued {
 /**
  * The rows a group's plans have written so far, by id and (sessions) by run and external id: what its
  * later flows read over the stored rows (SqliteIngest.read). Plans never change the rows they read, so
- * a planned row is handed out as it is.
+ * a planned row is handed out as it is. A group planned while the group before it commits starts
+ * with that group's rows, which the store may not show yet.
  */
 class PlannedRows {
   private readonly rows = new Map<string, RecordRow>();
   private readonly sessionsByExternal = new Map<string, RecordRow>();
+  /** The rows this group's own plans wrote (a group planned after it starts with them). */
+  private readonly own: RecordRow[] = [];
+
+  constructor(before?: PlannedRows) {
+    if (before) for (const row of before.own) this.put(row);
+  }
+
+  private put(row: RecordRow): void {
+    this.rows.set(row.id, row);
+    if (row.type === 'session' && row.external_id !== null)
+      this.sessionsByExternal.set(`${row.run_id}\u0000${row.external_id}`, row);
+  }
 
   add(plan: Plan): void {
     for (const rows of [plan.inserts, plan.updates])
       for (const row of rows) {
-        this.rows.set(row.id, row);
-        if (row.type === 'session' && row.external_id !== null)
-          this.sessionsByExternal.set(`${row.run_id}\u0000${row.external_id}`, row);
+        this.put(row);
+        this.own.push(row);
       }
   }
 
@@ -210,13 +224,32 @@ class WriteFailed extends Error {
   }
 }
 
+/** The group before failed, and the plans made over its rows with it: the group is planned again. */
+class PlanAgain extends Error {}
+
+/** A group whose writes are all sent, while its commit is awaited. */
+interface Committing {
+  /** Its rows: the next group's plans read them over the stored ones until it commits. */
+  planned: PlannedRows;
+  /** True once it committed and its jobs were answered; false when it failed (its jobs then went alone). */
+  done: Promise<boolean>;
+}
+
+/** What a group's plans read through: its planned rows, and the writer once the group is live there. */
+interface GroupReads {
+  planned: PlannedRows;
+  /** Resolves once the group's transaction is open on the writer (false: the group before failed). */
+  live: Promise<boolean>;
+}
+
 /**
  * SQLite: every write request joins a queue; one drain runs all requests queued so far in ONE
  * transaction (group commit) on the writer thread (sqlite-writer.ts); a refused request leaves nothing
  * and the others commit together. Answers go out only after the commit. Small requests (a session, a
  * PATCH) then cost a share of one commit instead of a commit each, and a random index page dirtied by
  * several batches is written once. The flows' planning runs here, their writes on the writer's
- * connection, inside its transaction; their reads mostly on the main connection (see `read`).
+ * connection, inside its transaction; their reads mostly on the main connection (see `read`). The
+ * requests that arrive while a group commits are planned meanwhile, as the next group (`writeGroup`).
  */
 class SqliteIngest implements IngestStore {
   private queue: Queued[] = [];
@@ -250,13 +283,16 @@ class SqliteIngest implements IngestStore {
 
   /**
    * A read of a group's flow. Records by id and sessions by external id are read on the main
-   * connection, which sees the store as the group's transaction found it (only the writer writes
-   * records, and the group holds the main connection), with the rows of the group's earlier plans laid
-   * over them: planning a job then need not wait for the writer to finish the jobs before it, so the
-   * main thread plans while the writer writes. A page of llm spans (a cost recompute) is read on the
-   * writer, after the writes sent before it.
+   * connection, which sees the store as committed (only the writer writes records, and the drain
+   * holds the main connection), with the rows of the group's earlier plans, and of the group before
+   * while it commits, laid over them: planning a job then need not wait for the writer to finish the
+   * jobs before it, so the main thread plans while the writer writes. A page of llm spans (a cost
+   * recompute) is read on the writer, once the group's transaction is open there, after the writes
+   * sent before it.
    */
-  private async read(r: Read, planned: PlannedRows): Promise<StoredRecord[]> {
+  private async read(r: Read, group: GroupReads): Promise<StoredRecord[]> {
+    const planned = group.planned;
+    if (r.op === 'llmPage' && !(await group.live)) throw new PlanAgain();
     try {
       if (r.op === 'llmPage') {
         return await this.writer.all(SQLITE.llmPage, [[r.runId, r.after.createdAt, r.after.id, r.limit]]);
@@ -312,15 +348,15 @@ class SqliteIngest implements IngestStore {
   }
 
   /** Runs a flow's reads and planning (no writes: a refusal here leaves nothing to undo). */
-  private async plan<R>(flow: () => Flow<R>, planned: PlannedRows): Promise<FlowResult<R>> {
+  private async plan<R>(flow: () => Flow<R>, group: GroupReads): Promise<FlowResult<R>> {
     const gen = flow();
     let step = gen.next();
-    while (!step.done) step = gen.next(await this.read(step.value, planned));
+    while (!step.done) step = gen.next(await this.read(step.value, group));
     return step.value;
   }
 
   /** Sends a group's rollup deltas (one a plan), or marks its log streams as gaps when rollups are off. */
-  private applyRollups(results: FlowResult<unknown>[]): string[] {
+  private applyRollups(results: FlowResult<unknown>[], send: (steps: Step[]) => void): string[] {
     const steps: Step[] = [];
     const gaps: string[] = [];
     if (!this.rollups) {
@@ -334,16 +370,16 @@ class SqliteIngest implements IngestStore {
         if (res.plan && (res.plan.inserts.length || res.plan.updates.length))
           steps.push([SQLITE_DELTA, [res.runId, rollupDeltaOf(res.plan)]]);
     }
-    if (steps.length) this.writer.send(steps);
+    if (steps.length) send(steps);
     return gaps;
   }
 
   /** Sends a plan's writes (their failure fails the commit). */
-  private apply(res: FlowResult<unknown>) {
+  private apply(res: FlowResult<unknown>, send: (steps: Step[]) => void) {
     if (!res.plan) return;
     const projectId = res.plan.inserts[0]?.project_id ?? res.plan.updates[0]?.project_id ?? '';
     const steps = SqliteIngest.steps(res.plan, res.runId, projectId, Date.now() * 1000);
-    if (steps.length) this.writer.send(steps);
+    if (steps.length) send(steps);
   }
 
   run<R>(flow: () => Flow<R>, records = 1): Promise<FlowResult<R>> {
@@ -354,6 +390,8 @@ class SqliteIngest implements IngestStore {
     return new Promise<FlowResult<R>>((resolve, reject) => {
       this.queue.push({ flow, resolve, reject } as unknown as Queued);
       this.queuedRecords += records;
+      this.arrived?.();
+      this.arrived = null;
       this.draining ??= this.drain();
     });
   }
@@ -370,65 +408,125 @@ class SqliteIngest implements IngestStore {
   }
 
   /**
-   * Writes a group of jobs in one transaction. A job refused while planning (validation, 404) has
-   * written nothing, so the others go on without savepoints (a savepoint would copy every page a job
-   * touches into the statement journal). Should a write itself fail, the whole transaction rolls back
-   * and each job is retried alone, so one bad job cannot sink the others.
+   * Plans a group of jobs and sends their writes, then its commit, without waiting for it: the next
+   * group is planned while the writer writes and commits this one. A group planned while the group
+   * before it commits reads that group's rows over the stored ones, and its writes wait here until
+   * that commit (its transaction then opens on the writer); should that group fail, this one is
+   * planned again. A job refused while planning (validation, 404) has written nothing, so the others
+   * go on without savepoints (a savepoint would copy every page a job touches into the statement
+   * journal). Should a write itself fail, the whole transaction rolls back and each job is retried
+   * alone, so one bad job cannot sink the others. Null: nothing is left to commit.
    */
-  private async writeGroup(jobs: Queued[]): Promise<void> {
+  private async writeGroup(jobs: Queued[], before: Committing | null): Promise<Committing | null> {
     const results: ({ ok: true; value: FlowResult<unknown> } | { ok: false; err: unknown })[] = [];
-    const planned = new PlannedRows();
-    try {
+    const planned = new PlannedRows(before?.planned);
+    const held: Step[][] = [];
+    let open = false;
+    const send = (steps: Step[]) => (open ? this.writer.send(steps) : held.push(steps));
+    const goLive = () => {
       this.begin();
+      for (const steps of held) this.writer.send(steps);
+      held.length = 0;
+      open = true;
+    };
+    const live = before
+      ? before.done.then((ok) => {
+          if (ok) goLive();
+          return ok;
+        })
+      : Promise.resolve(true);
+    if (!before) goLive();
+    const group: GroupReads = { planned, live };
+    try {
       for (const [i, job] of jobs.entries()) {
-        // The reads no longer wait for the writer: let requests that arrived meanwhile be parsed
-        // between jobs, while the writer writes, rather than after the whole group's planning.
+        // The reads do not wait for the writer: let requests that arrived meanwhile be parsed between
+        // jobs, while the writer writes, rather than after the whole group's planning.
         if (i > 0) await new Promise(setImmediate);
         let res: FlowResult<unknown>;
         try {
-          res = await this.plan(job.flow, planned);
+          res = await this.plan(job.flow, group);
         } catch (err) {
-          if (err instanceof WriteFailed) throw err.reason;
+          if (err instanceof WriteFailed || err instanceof PlanAgain) throw err;
           results.push({ ok: false, err });
           continue;
         }
-        this.apply(res);
+        this.apply(res, send);
         if (res.plan) planned.add(res.plan);
         results.push({ ok: true, value: res });
       }
-      const gaps = this.applyRollups(results.flatMap((r) => (r.ok ? [r.value] : [])));
-      await this.writer.commit();
-      for (const runId of gaps) this.gapsMarked.add(runId);
+      if (!(await live)) throw new PlanAgain();
     } catch (err) {
+      if (err instanceof PlanAgain || !(await live)) return this.writeGroup(jobs, null);
+      // A read failed: nothing of the group is committed.
       await this.writer.rollback().catch(() => {});
-      if (jobs.length > 1) {
-        for (const job of jobs) await this.writeGroup([job]);
-        return;
-      }
+      await this.alone(jobs, err instanceof WriteFailed ? err.reason : err);
+      return null;
+    }
+    const gaps = this.applyRollups(
+      results.flatMap((r) => (r.ok ? [r.value] : [])),
+      send,
+    );
+    const done = this.writer.commit().then(
+      () => {
+        for (const runId of gaps) this.gapsMarked.add(runId);
+        jobs.forEach((job, i) => {
+          const r = results[i];
+          if (r.ok) job.resolve(r.value);
+          else job.reject(r.err);
+        });
+        return true;
+      },
+      async (err) => {
+        await this.writer.rollback().catch(() => {});
+        await this.alone(jobs, err);
+        return false;
+      },
+    );
+    return { planned, done };
+  }
+
+  /** The jobs of a failed group, each in a transaction of its own; a job alone that failed is refused. */
+  private async alone(jobs: Queued[], err: unknown): Promise<void> {
+    if (jobs.length === 1) {
       jobs[0].reject(err);
       return;
     }
-    jobs.forEach((job, i) => {
-      const r = results[i];
-      if (r.ok) job.resolve(r.value);
-      else job.reject(r.err);
+    for (const job of jobs) await (await this.writeGroup([job], null))?.done;
+  }
+
+  /** Resolves at the next request queued. */
+  private arrived: (() => void) | null = null;
+  private arrival(): Promise<void> {
+    return new Promise((resolve) => {
+      this.arrived = resolve;
     });
   }
 
-  /** Writes groups until the queue is empty: the first after GROUP_WAIT_MS when it holds a large request. */
+  /**
+   * Writes groups until the queue is empty: the first after GROUP_WAIT_MS when it holds a large
+   * request, the next planned while the one before commits.
+   */
   private async drain(): Promise<void> {
     try {
       await new Promise((r) =>
         this.queuedRecords >= GROUP_MIN_RECORDS ? setTimeout(r, GROUP_WAIT_MS) : setImmediate(r),
       );
       while (this.queue.length) {
-        // Kysely serialises its own use of the main connection: hold its turn for the group, so that
-        // no other write of this process waits on the writer's lock with the main thread blocked.
+        // Kysely serialises its own use of the main connection: hold its turn while groups are written,
+        // so that no other write of this process waits on the writer's lock with the main thread
+        // blocked; at most PIPELINE_MS, then the other users of the connection get theirs.
         await this.store.db.connection().execute(async () => {
-          const jobs = this.queue;
-          this.queue = [];
-          this.queuedRecords = 0;
-          await this.writeGroup(jobs);
+          const since = performance.now();
+          let committing: Committing | null = null;
+          for (;;) {
+            if (!this.queue.length && committing) await Promise.race([committing.done, this.arrival()]);
+            if (!this.queue.length || performance.now() - since > PIPELINE_MS) break;
+            const jobs = this.queue;
+            this.queue = [];
+            this.queuedRecords = 0;
+            committing = await this.writeGroup(jobs, committing);
+          }
+          await committing?.done;
         });
       }
     } finally {
