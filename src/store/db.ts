@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
+  type Driver,
   Kysely,
   PostgresDialect,
   type PostgresPool,
@@ -44,6 +45,11 @@ export interface Store {
   readers: ReaderPool | null;
   /** The PostgreSQL schema this store works in, when not the default search path. */
   pgSchema: string | null;
+  /**
+   * SQLite: how many of Kysely's queries wait for the store's one connection (the ingest drain keeps
+   * it while groups follow each other, and lets a waiting query in after the group under way).
+   */
+  connectionWaiters?(): number;
   /** Called once the schema is migrated: starts background work that must not race migrations. */
   migrated?(): void;
   close(): Promise<void>;
@@ -171,7 +177,8 @@ export function openSqlite(
     const text = textIndexFile(handle);
     checkpointer = startCheckpointer(text ? [file, text] : [file], checkpointerOptions);
   };
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: cachingStatements(handle) }) });
+  const dialect = new WaitCountingSqliteDialect({ database: cachingStatements(handle) });
+  const db = new Kysely<DB>({ dialect });
   const readers = opts.readers && !handle.memory ? new ReaderPool(file, opts.readers) : null;
   return {
     db,
@@ -180,6 +187,7 @@ export function openSqlite(
     pool: null,
     readers,
     pgSchema: null,
+    connectionWaiters: () => dialect.waiting,
     migrated,
     async close() {
       // An export still reading on a thread then ends with an error.
@@ -192,6 +200,25 @@ export function openSqlite(
       if (handle.open) handle.close();
     },
   };
+}
+
+/** Kysely's SQLite dialect, counting the queries that wait for its one connection. */
+class WaitCountingSqliteDialect extends SqliteDialect {
+  waiting = 0;
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    const acquire = driver.acquireConnection.bind(driver);
+    driver.acquireConnection = async () => {
+      this.waiting++;
+      try {
+        return await acquire();
+      } finally {
+        this.waiting--;
+      }
+    };
+    return driver;
+  }
 }
 
 /** Prepared statements kept per connection for Kysely's queries (their SQL text is the key). */

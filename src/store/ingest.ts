@@ -116,8 +116,6 @@ const SQLITE_ID_CHUNK = 200;
  */
 const GROUP_WAIT_MS = 10;
 const GROUP_MIN_RECORDS = 100;
-/** The longest a drain keeps the main connection while it writes group after group. */
-const PIPELINE_MS = 100;
 
 const RECORD_TUPLE = `(${RECORD_COLUMNS.map(() => '?').join(', ')})`;
 const SQLITE = {
@@ -514,13 +512,12 @@ class SqliteIngest implements IngestStore {
       while (this.queue.length) {
         // Kysely serialises its own use of the main connection: hold its turn while groups are written,
         // so that no other write of this process waits on the writer's lock with the main thread
-        // blocked; at most PIPELINE_MS, then the other users of the connection get theirs.
+        // blocked. A query waiting for it gets it after the group under way, as without pipelining.
         await this.store.db.connection().execute(async () => {
-          const since = performance.now();
           let committing: Committing | null = null;
           for (;;) {
             if (!this.queue.length && committing) await Promise.race([committing.done, this.arrival()]);
-            if (!this.queue.length || performance.now() - since > PIPELINE_MS) break;
+            if (!this.queue.length || this.store.connectionWaiters?.()) break;
             const jobs = this.queue;
             this.queue = [];
             this.queuedRecords = 0;
