@@ -22,9 +22,13 @@ import { storesUnderTest } from '../helpers/server.ts';
 type Json = Record<string, any>;
 const TIMEOUT = 15_000;
 
-/** Polls until `check` holds (the page reloads what it shows after each save). */
+/**
+ * Polls until `check` holds (the page reloads what it shows after each save), for up to TIMEOUT: on a
+ * loaded CI machine a save took longer than the 6 s this once allowed.
+ */
 async function eventually(check: () => Promise<boolean>, what: () => Promise<string>) {
-  for (let i = 0; i < 60; i++) {
+  const deadline = Date.now() + TIMEOUT;
+  while (Date.now() < deadline) {
     if (await check()) return;
     await new Promise((r) => setTimeout(r, 100));
   }
