@@ -24,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { type ChildServer, startChildServer } from '../test/helpers/child-server.ts';
 import { operations } from '../test/helpers/openapi.ts';
 import { slope } from './lib/report.ts';
+import { npmStartLaunch } from './lib/server.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -154,6 +155,8 @@ async function main() {
     databaseUrl: DB_URL,
     env: { SPANBASE_LOG_LEVEL: 'warn' },
     dataDir: args['data-dir'],
+    // As people run it: the built server with npm start's flags (heap limit, glibc arenas).
+    launch: npmStartLaunch(),
   });
   const kinds = new Map<string, Kind>();
   const firstErrors: string[] = [];

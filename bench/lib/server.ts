@@ -53,6 +53,20 @@ function startCommand(): { flags: string[]; env: Record<string, string> } {
   return { flags: m[2].split(' ').filter(Boolean), env };
 }
 
+/**
+ * The server as `npm start` runs it, built first if stale: Node's arguments (the start script's
+ * flags, then dist/main.js) and the environment defaults it sets.
+ */
+export function npmStartLaunch(): { args: string[]; env: Record<string, string> } {
+  const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js'), '--if-stale'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error(`the build failed (${build.status})`);
+  const start = startCommand();
+  return { args: [...start.flags, path.join(ROOT, 'dist', 'main.js')], env: start.env };
+}
+
 const TICK_MS = 10; // USER_HZ on Linux is 100
 
 /** A process's name, parent and CPU time from /proc/PID/stat (Linux): its own, and its reaped children's. */
@@ -127,19 +141,9 @@ export async function startChildServer(opts: ServerOptions): Promise<ChildServer
   };
   if (opts.store === 'sqlite') delete env.SPANBASE_DATABASE_URL;
   const extra = process.env.SPANBASE_BENCH_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
-  const built = opts.built ?? true;
-  if (built) {
-    const build = spawnSync(process.execPath, [path.join(ROOT, 'scripts', 'build.js'), '--if-stale'], {
-      cwd: ROOT,
-      stdio: 'inherit',
-    });
-    if (build.status !== 0) throw new Error(`the build failed (${build.status})`);
-  }
-  const start = built ? startCommand() : null;
+  const start = (opts.built ?? true) ? npmStartLaunch() : null;
   if (start) for (const [name, value] of Object.entries(start.env)) env[name] ??= value;
-  const entry = start
-    ? [...start.flags, path.join(ROOT, 'dist', 'main.js')]
-    : ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')];
+  const entry = start ? start.args : ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')];
   const proc = spawn(process.execPath, [...extra, ...entry], {
     cwd: ROOT,
     env,

@@ -28,6 +28,11 @@ export interface ChildOptions {
    * `initial-admin-key`); its `secret.key`, when there, is the server's key. Kept on close.
    */
   dataDir?: string;
+  /**
+   * Node's arguments and environment defaults to run the server with (a bench gives `npm start`'s:
+   * bench/lib/server.ts npmStartLaunch); the TypeScript sources under tsx when absent.
+   */
+  launch?: { args: string[]; env: Record<string, string> };
 }
 
 export interface ChildServer {
@@ -133,13 +138,15 @@ export async function startChildServer(store: StoreKind, opts: ChildOptions = {}
     ...(store === 'postgres' ? { SPANBASE_DATABASE_URL: dbUrl!, SPANBASE_PG_SCHEMA: schema! } : {}),
     ...(opts.env ?? {}),
   };
+  for (const [name, value] of Object.entries(opts.launch?.env ?? {})) env[name] ??= value;
+  const args = opts.launch?.args ?? ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')];
   const lines: string[] = [];
   let tail = '';
   let proc: ChildProcess;
   const url = `http://127.0.0.1:${port}`;
 
   const launch = async () => {
-    proc = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+    proc = spawn(process.execPath, args, {
       cwd: ROOT,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
